@@ -1,0 +1,66 @@
+# kevo: one plain GNU Makefile. Objects go to build/; every src/*.c is part of libkevo,
+# every tests/unit/test_*.c is one cmocka test program linked against it.
+CC      ?= cc
+CUDA    ?= /usr/local/cuda
+BUILD   := build
+CSTD    := -std=c11 -D_GNU_SOURCE
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wpointer-arith -Wstrict-prototypes
+OPT     ?= -O2 -g
+CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BUILD)/gen \
+           -DKEVO_CUDA_HOME=\"$(CUDA)\"
+LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp -lcrypto \
+           -ldl -lpthread -lm
+
+SRCS    ?= $(wildcard src/*.c)
+OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
+KERNELS := $(wildcard kernels/*.cu)
+KGEN    := $(KERNELS:kernels/%.cu=$(BUILD)/gen/%.inc)
+TESTS   := $(wildcard tests/unit/test_*.c)
+TBINS   := $(TESTS:tests/unit/%.c=$(BUILD)/tests/%)
+LIB     := $(BUILD)/libkevo.a
+KEVO    := $(BUILD)/kevo
+
+.PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan
+all: $(KEVO)
+
+$(BUILD)/gen/%.inc: kernels/%.cu $(BUILD)/embed
+	@mkdir -p $(dir $@)
+	$(BUILD)/embed $< kevo_kernel_$(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/embed: tools/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) -O2 $< -o $@
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/kevo.h $(KGEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(KEVO): cli/kevo.c $(wildcard cli/*.c) $(LIB)
+	$(CC) $(CFLAGS) $(filter %.c,$^) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -lcmocka -o $@
+
+# make test: every unit test program, then the CLI checks over the shipped tasks.
+test: deps-check $(KEVO) $(TBINS)
+	@set -e; for t in $(TBINS); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
+	@echo "all tests passed"
+
+deps-check:
+	@tools/deps.sh check
+
+deps:
+	@tools/deps.sh install
+
+run: deps $(KEVO)
+	tools/run-default.sh $(KEVO)
+
+gpu-test: $(KEVO)
+	tools/gpu-test.sh $(KEVO)
+
+clean:
+	rm -rf $(BUILD)

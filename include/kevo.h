@@ -1,0 +1,126 @@
+/*
+ * kevo.h - the public API of kevo, a generator and optimizer of GPU kernels.
+ *
+ * kevo reads a task (a reference implementation plus `// kevo` directives), evaluates
+ * candidate kernels against it in sandboxed worker processes, and reports verdicts and
+ * timings against the device's measured speed of light. The CLI (cli/) uses only this
+ * header; everything under src/ is internal.
+ *
+ * Conventions: fallible functions return enum kevo_status (KEVO_OK == 0); outputs come back
+ * through pointers that are cleared first; memory kevo allocates for the caller is released
+ * with kevo_free(); every *_free(NULL) is a no-op.
+ */
+#ifndef KEVO_H
+#define KEVO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KEVO_VERSION "0.1.0"
+#define KEVO_NODISCARD __attribute__((warn_unused_result))
+
+/* One append-only list of statuses. Never renumber; add before KEVO_STATUS_COUNT. */
+enum kevo_status {
+    KEVO_OK = 0,
+    KEVO_ERR_NOMEM,        /* 1  out of memory */
+    KEVO_ERR_IO,           /* 2  file or pipe I/O failed */
+    KEVO_ERR_PARSE,        /* 3  malformed task, candidate, expression or message */
+    KEVO_ERR_INVALID,      /* 4  bad argument or inconsistent declarations */
+    KEVO_ERR_OVERFLOW,     /* 5  integer overflow in an expression or a size */
+    KEVO_ERR_TIMEOUT,      /* 6  a deadline passed */
+    KEVO_ERR_COMPILE,      /* 7  source did not compile (a verdict for candidates) */
+    KEVO_ERR_LAUNCH,       /* 8  launch refused: plan, resources, argument width */
+    KEVO_ERR_DEVICE,       /* 9  sticky device fault: the context is lost */
+    KEVO_ERR_CUDA,         /* 10 CUDA driver call failed (not the candidate's doing) */
+    KEVO_ERR_NVRTC,        /* 11 NVRTC itself failed (not a compile error) */
+    KEVO_ERR_NODEV,        /* 12 no such device, or no GPU at all */
+    KEVO_ERR_UNSUPPORTED,  /* 13 feature not available on this backend/device */
+    KEVO_ERR_WORKER,       /* 14 a worker died or spoke nonsense */
+    KEVO_ERR_SYSTEM,       /* 15 an OS call failed (fork, pipe, mmap, ...) */
+    KEVO_ERR_NOTFOUND,     /* 16 a named thing does not exist */
+    KEVO_ERR_SANDBOX,      /* 17 the sandbox could not be set up */
+    KEVO_ERR_TOOBIG,       /* 18 a size or buffer cap was exceeded */
+    KEVO_STATUS_COUNT      /* never use */
+};
+
+/* Every evaluation ends in exactly one verdict (../design/HARNESS.md). Append-only. */
+enum kevo_verdict {
+    KEVO_VERDICT_OK = 0,
+    KEVO_VERDICT_COMPILE_ERROR,    /* 1 */
+    KEVO_VERDICT_LAUNCH_ERROR,     /* 2 */
+    KEVO_VERDICT_TIMEOUT,          /* 3 */
+    KEVO_VERDICT_CRASH,            /* 4 */
+    KEVO_VERDICT_MISMATCH,         /* 5 */
+    KEVO_VERDICT_UNWRITTEN,        /* 6 */
+    KEVO_VERDICT_OUT_OF_BOUNDS,    /* 7 */
+    KEVO_VERDICT_INPUT_MUTATED,    /* 8 */
+    KEVO_VERDICT_NONDETERMINISTIC, /* 9 */
+    KEVO_VERDICT_DEGENERATE,       /* 10 */
+    KEVO_VERDICT_HOLDOUT_FAIL,     /* 11 */
+    KEVO_VERDICT_IMPLAUSIBLE,      /* 12 */
+    KEVO_VERDICT_COUNT             /* never use */
+};
+
+/* Human-readable names; never NULL (out-of-range values give "unknown"). */
+const char *kevo_status_name(enum kevo_status st);
+const char *kevo_verdict_name(enum kevo_verdict v);
+/* Parse a verdict name; returns KEVO_ERR_NOTFOUND for an unknown one. */
+KEVO_NODISCARD enum kevo_status kevo_verdict_parse(const char *name, enum kevo_verdict *out);
+
+/* Release memory that kevo allocated for the caller. */
+void kevo_free(void *p);
+
+/* ---- logging: the library never prints; the CLI installs a logger ---- */
+enum kevo_log_level { KEVO_LOG_ERROR = 0, KEVO_LOG_WARN, KEVO_LOG_INFO, KEVO_LOG_DEBUG };
+typedef void (*kevo_log_fn)(enum kevo_log_level lvl, const char *msg, void *user);
+void kevo_log_set(kevo_log_fn fn, void *user, enum kevo_log_level max_level);
+
+/* ---- commands, as the CLI uses them ---- */
+
+/* Backend selection for evaluation. AUTO = CUDA for .cu tasks when a GPU is present. */
+enum kevo_backend_kind { KEVO_BACKEND_AUTO = 0, KEVO_BACKEND_CPU, KEVO_BACKEND_CUDA };
+
+struct kevo_eval_opts {
+    enum kevo_backend_kind backend;
+    int device;               /* device ordinal for CUDA */
+    int trials;               /* correctness trials per workload, >= 3 */
+    int holdout;              /* 1: also run holdout workloads */
+    double deadline_s;        /* per-request deadline; 0 = default */
+    double time_cap_s;        /* timing cap per workload; 0 = default */
+    int no_timing;            /* 1: verify only */
+};
+void kevo_eval_opts_default(struct kevo_eval_opts *o);
+
+/*
+ * Parse and compile a task (and optionally candidates) without running anything.
+ * On failure *out_msg (caller frees with kevo_free) names file, line, column and what
+ * was expected. Works without a GPU.
+ */
+KEVO_NODISCARD enum kevo_status kevo_check_file(const char *path, const char *task_path,
+                                                char **out_msg);
+
+/*
+ * Evaluate the task's reference and each candidate, returning a JSON document
+ * (docs/eval-json.md) as a string the caller frees with kevo_free. A candidate's failure
+ * is a verdict inside the document, never a non-OK status; a non-OK status means kevo
+ * itself could not evaluate (bad task, no worker, ...), with *out_msg set.
+ */
+KEVO_NODISCARD enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_paths,
+                                               int n_cands, const struct kevo_eval_opts *opts,
+                                               char **out_json, char **out_msg);
+
+/* Measure (or load from cache when !force) this device's bandwidth and peaks; JSON out. */
+KEVO_NODISCARD enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device,
+                                                    int force, char **out_json, char **out_msg);
+
+/* Entry point of the worker process (`kevo __worker`); returns the process exit code. */
+int kevo_worker_main(int argc, char **argv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KEVO_H */
