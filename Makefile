@@ -13,8 +13,8 @@ LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp 
 
 SRCS    ?= $(wildcard src/*.c)
 OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
-KERNELS := $(wildcard kernels/*.cu)
-KGEN    := $(KERNELS:kernels/%.cu=$(BUILD)/gen/%.inc)
+KERNELS := $(wildcard kernels/*.cu kernels/*.c)
+KGEN    := $(patsubst kernels/%,$(BUILD)/gen/%.inc,$(KERNELS))
 TESTS   := $(wildcard tests/unit/test_*.c)
 TBINS   := $(TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 LIB     := $(BUILD)/libkevo.a
@@ -23,9 +23,10 @@ KEVO    := $(BUILD)/kevo
 .PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan
 all: $(KEVO)
 
-$(BUILD)/gen/%.inc: kernels/%.cu $(BUILD)/embed
+# kernels/NAME.cu -> build/gen/NAME.cu.inc defining kevo_kernel_NAME_cu[] (NUL-terminated)
+$(BUILD)/gen/%.inc: kernels/% $(BUILD)/embed
 	@mkdir -p $(dir $@)
-	$(BUILD)/embed $< kevo_kernel_$(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+	$(BUILD)/embed $< kevo_kernel_$(subst .,_,$(subst -,_,$*)) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/embed: tools/embed.c
 	@mkdir -p $(dir $@)
