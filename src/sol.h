@@ -4,7 +4,7 @@
  * the device has them), cache the figures per device, and compute the floor of a task:
  *   T_sol = max(bytes / BW, flops / peak(unit), launch floor)
  * The calibration kernels are real files: kernels/calibrate.cu (CUDA) and
- * kernels/calibrate_cpu.c (CPU), embedded at build time (build/gen/*.inc).
+ * kernels/calibrate_cpu.c (CPU), embedded at build time (build/gen/NAME.inc).
  *
  * Cache: $XDG_CACHE_HOME/kevo/calibration/<device>.json (default ~/.cache/kevo/...;
  * KEVO_CACHE_DIR overrides the kevo cache root), written atomically.

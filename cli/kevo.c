@@ -1,0 +1,438 @@
+/*
+ * kevo - the command-line tool. A thin layer over include/kevo.h: it parses arguments,
+ * installs the stderr logger, prints results, and maps outcomes to exit codes:
+ *   0  the command completed (for eval: every candidate got a verdict, whatever it is)
+ *   1  kevo itself failed (bad task file, worker could not start, I/O error, ...)
+ *   2  bad usage
+ * `kevo check` exits 1 when a file does not parse or compile.
+ */
+#include "kevo.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "usage: kevo COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  check TASK|DIR... [--task TASK]   parse and compile only (no GPU needed); with --task,\n"
+    "                                    the files are candidates for TASK\n"
+    "  eval TASK [CANDIDATE...]          verify and time the reference and the candidates\n"
+    "       [--json] [--device N] [--backend cpu|cuda] [--trials N] [--holdout]\n"
+    "       [--no-timing] [--deadline SECONDS] [--time-cap SECONDS]\n"
+    "  calibrate [--device N] [--backend cpu|cuda] [--force] [--json]\n"
+    "                                    measure bandwidth and peaks of this device\n"
+    "  version                           print the version\n"
+    "\n"
+    "exit status: 0 completed, 1 kevo failed, 2 bad usage (docs/cli.md)\n";
+
+static int verbose;
+
+static void log_stderr(enum kevo_log_level lvl, const char *msg, void *user)
+{
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    (void)user;
+    fprintf(stderr, "kevo: %s: %s\n", names[lvl], msg);
+}
+
+static int usage(const char *why)
+{
+    if (why)
+        fprintf(stderr, "kevo: %s\n\n", why);
+    fputs(usage_text, stderr);
+    return EXIT_USAGE;
+}
+
+/* Parse a non-negative integer option value; -1 on error. */
+static long parse_count(const char *s)
+{
+    char *end = NULL;
+    long v;
+    if (!s || !*s)
+        return -1;
+    v = strtol(s, &end, 10);
+    if (*end || v < 0)
+        return -1;
+    return v;
+}
+
+static double parse_seconds(const char *s)
+{
+    char *end = NULL;
+    double v;
+    if (!s || !*s)
+        return -1;
+    v = strtod(s, &end);
+    if (*end || !(v > 0))
+        return -1;
+    return v;
+}
+
+static int parse_backend(const char *s, enum kevo_backend_kind *out)
+{
+    if (s && strcmp(s, "cpu") == 0)
+        *out = KEVO_BACKEND_CPU;
+    else if (s && strcmp(s, "cuda") == 0)
+        *out = KEVO_BACKEND_CUDA;
+    else
+        return -1;
+    return 0;
+}
+
+/* ---- check ---- */
+
+static int is_task_file(const char *name)
+{
+    size_t n = strlen(name);
+    return (n > 3 && strcmp(name + n - 3, ".cu") == 0) || (n > 2 && strcmp(name + n - 2, ".c") == 0);
+}
+
+static int check_path(const char *path, const char *task, int *n_files);
+
+static int check_dir(const char *dir, const char *task, int *n_files)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort), bad = 0;
+    if (n < 0) {
+        fprintf(stderr, "kevo: %s: cannot read directory\n", dir);
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *nm = ents[i]->d_name;
+        if (nm[0] != '.') {
+            size_t len = strlen(dir) + strlen(nm) + 2;
+            char *p = malloc(len);
+            if (p) {
+                snprintf(p, len, "%s/%s", dir, nm);
+                struct stat sb;
+                if (stat(p, &sb) == 0 && (S_ISDIR(sb.st_mode) || is_task_file(nm)))
+                    bad += check_path(p, task, n_files);
+                free(p);
+            }
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return bad;
+}
+
+static int check_path(const char *path, const char *task, int *n_files)
+{
+    struct stat sb;
+    char *msg = NULL;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return check_dir(path, task, n_files);
+    (*n_files)++;
+    enum kevo_status st = kevo_check_file(path, task, &msg);
+    if (st != KEVO_OK) {
+        fprintf(stderr, "%s\n", msg ? msg : kevo_status_name(st));
+        printf("FAIL %s\n", path);
+    } else {
+        printf("ok   %s\n", path);
+    }
+    kevo_free(msg);
+    return st != KEVO_OK;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    const char *task = NULL;
+    int bad = 0, n_files = 0, n_paths = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--task") == 0) {
+            if (++i >= argc)
+                return usage("--task needs a task file");
+            task = argv[i];
+        } else if (argv[i][0] == '-') {
+            return usage("unknown option for check");
+        }
+    }
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--task") == 0) {
+            i++;
+            continue;
+        }
+        n_paths++;
+        bad += check_path(argv[i], task, &n_files);
+    }
+    if (!n_paths)
+        return usage("check needs at least one file or directory");
+    printf("%d file(s) checked, %d failed\n", n_files, bad);
+    return bad ? EXIT_FAILED : 0;
+}
+
+/* ---- eval: human-readable report ---- */
+
+static double num(json_t *o, const char *key)
+{
+    return json_number_value(json_object_get(o, key));
+}
+
+static const char *str(json_t *o, const char *key, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : dflt;
+}
+
+static void fmt_time(char *out, size_t n, double s)
+{
+    if (s <= 0)
+        snprintf(out, n, "-");
+    else if (s < 1e-3)
+        snprintf(out, n, "%.2f us", s * 1e6);
+    else if (s < 1)
+        snprintf(out, n, "%.3f ms", s * 1e3);
+    else
+        snprintf(out, n, "%.3f s", s);
+}
+
+static void print_sizes(json_t *sizes)
+{
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach(sizes, k, v) {
+        printf("%s%s=%lld", first ? "" : " ", k, (long long)json_integer_value(v));
+        first = 0;
+    }
+}
+
+static void print_evidence(json_t *ev)
+{
+    char *s;
+    if (!json_is_object(ev) || json_object_size(ev) == 0)
+        return;
+    s = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (s) {
+        printf("      evidence: %.600s%s\n", s, strlen(s) > 600 ? " ..." : "");
+        free(s);
+    }
+}
+
+static void print_workload(json_t *w, int with_speedup)
+{
+    json_t *t = json_object_get(w, "time");
+    char med[32];
+    printf("    [");
+    print_sizes(json_object_get(w, "sizes"));
+    printf("] %s", str(w, "verdict", "?"));
+    if (json_is_object(t)) {
+        fmt_time(med, sizeof med, num(t, "median_s"));
+        printf("  %s +-%.1f%% (n=%lld%s%s)", med, 100 * num(t, "noise"),
+               (long long)json_integer_value(json_object_get(t, "count")),
+               json_is_true(json_object_get(t, "capped")) ? ", capped" : "",
+               json_integer_value(json_object_get(t, "batch")) > 1 ? ", batched" : "");
+        printf("  %.1f GB/s  %.2f TFLOP/s  %.1f%% of SOL", num(w, "gbps"), num(w, "tflops"),
+               100 * num(w, "sol_fraction"));
+        if (with_speedup && num(w, "speedup") > 0)
+            printf("  %.2fx vs ref", num(w, "speedup"));
+    }
+    printf("\n");
+    if (strcmp(str(w, "verdict", "ok"), "ok") != 0)
+        print_evidence(json_object_get(w, "evidence"));
+}
+
+static void print_result(const char *label, json_t *r, int with_speedup)
+{
+    json_t *ws = json_object_get(r, "workloads"), *w;
+    size_t i;
+    printf("%s: %s", label, str(r, "verdict", "?"));
+    if (json_object_get(r, "message"))
+        printf(" -- %.300s", str(r, "message", ""));
+    printf("\n");
+    json_array_foreach(ws, i, w) print_workload(w, with_speedup);
+    if (strcmp(str(r, "verdict", "ok"), "ok") != 0) {
+        print_evidence(json_object_get(r, "evidence"));
+        const char *log = str(r, "compile_log", NULL);
+        if (log && *log)
+            printf("      compile log:\n%.2000s\n", log);
+    }
+    json_t *h = json_object_get(r, "holdout");
+    if (json_is_object(h))
+        print_result("  holdout", h, with_speedup);
+}
+
+static void print_report(json_t *doc)
+{
+    json_t *c, *cal = json_object_get(doc, "calibration");
+    size_t i;
+    json_t *bw = json_object_get(cal, "bandwidth");
+    printf("task %s (%s backend", str(json_object_get(doc, "task"), "name", "?"),
+           str(doc, "backend", "?"));
+    json_t *dev = json_object_get(cal, "device");
+    if (json_is_object(dev))
+        printf(", %s", str(dev, "name", "?"));
+    if (json_is_object(bw))
+        printf(", %.0f GB/s measured", num(bw, "best_bytes_per_s") / 1e9);
+    printf(")\n");
+    print_result("reference", json_object_get(doc, "reference"), 0);
+    json_array_foreach(json_object_get(doc, "candidates"), i, c)
+        print_result(str(c, "path", "?"), c, 1);
+}
+
+static int cmd_eval(int argc, char **argv)
+{
+    struct kevo_eval_opts o;
+    const char *task = NULL;
+    const char **cands = calloc((size_t)argc + 1, sizeof *cands);
+    int n_cands = 0, as_json = 0, rc = 0;
+    char *json = NULL, *msg = NULL;
+
+    kevo_eval_opts_default(&o);
+    if (!cands)
+        return EXIT_FAILED;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--json") == 0) {
+            as_json = 1;
+        } else if (strcmp(a, "--holdout") == 0) {
+            o.holdout = 1;
+        } else if (strcmp(a, "--no-timing") == 0) {
+            o.no_timing = 1;
+        } else if (strcmp(a, "--device") == 0) {
+            long d = parse_count(v);
+            if (d < 0 || d > 1024)
+                return free(cands), usage("--device needs a device number");
+            o.device = (int)d;
+            i++;
+        } else if (strcmp(a, "--trials") == 0) {
+            long t = parse_count(v);
+            if (t < 3 || t > 1000)
+                return free(cands), usage("--trials needs a number from 3 to 1000");
+            o.trials = (int)t;
+            i++;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (parse_backend(v, &o.backend))
+                return free(cands), usage("--backend is cpu or cuda");
+            i++;
+        } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--time-cap") == 0) {
+            double s = parse_seconds(v);
+            if (s <= 0)
+                return free(cands), usage("--deadline/--time-cap need a number of seconds");
+            if (a[2] == 'd')
+                o.deadline_s = s;
+            else
+                o.time_cap_s = s;
+            i++;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "kevo: unknown option '%s'\n", a);
+            return free(cands), usage(NULL);
+        } else if (!task) {
+            task = a;
+        } else {
+            cands[n_cands++] = a;
+        }
+    }
+    if (!task)
+        return free(cands), usage("eval needs a task file");
+    enum kevo_status st = kevo_eval_json(task, cands, n_cands, &o, &json, &msg);
+    if (st != KEVO_OK) {
+        fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
+        rc = EXIT_FAILED;
+    } else if (as_json) {
+        printf("%s\n", json);
+    } else {
+        json_t *doc = json_loads(json, 0, NULL);
+        print_report(doc);
+        json_decref(doc);
+    }
+    kevo_free(json);
+    kevo_free(msg);
+    free(cands);
+    return rc;
+}
+
+/* ---- calibrate ---- */
+
+static int cmd_calibrate(int argc, char **argv)
+{
+    enum kevo_backend_kind b = KEVO_BACKEND_AUTO;
+    int device = 0, force = 0, as_json = 0;
+    char *json = NULL, *msg = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(argv[i], "--force") == 0) {
+            force = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            as_json = 1;
+        } else if (strcmp(argv[i], "--device") == 0) {
+            long d = parse_count(v);
+            if (d < 0 || d > 1024)
+                return usage("--device needs a device number");
+            device = (int)d;
+            i++;
+        } else if (strcmp(argv[i], "--backend") == 0) {
+            if (parse_backend(v, &b))
+                return usage("--backend is cpu or cuda");
+            i++;
+        } else {
+            return usage("unknown option for calibrate");
+        }
+    }
+    if (b == KEVO_BACKEND_AUTO)
+        b = access("/dev/nvidia0", F_OK) == 0 ? KEVO_BACKEND_CUDA : KEVO_BACKEND_CPU;
+    enum kevo_status st = kevo_calibrate_json(b, device, force, &json, &msg);
+    if (st != KEVO_OK) {
+        fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
+        kevo_free(msg);
+        return EXIT_FAILED;
+    }
+    if (as_json) {
+        printf("%s\n", json);
+    } else {
+        json_t *c = json_loads(json, 0, NULL), *bw = json_object_get(c, "bandwidth");
+        json_t *pk = json_object_get(c, "peaks"), *d = json_object_get(c, "device");
+        const char *k;
+        json_t *v;
+        printf("device: %s (%s, %lld SMs)%s\n", str(d, "name", "?"), str(d, "arch", "?"),
+               (long long)json_integer_value(json_object_get(d, "sms")),
+               json_is_true(json_object_get(c, "cached")) ? " [cached]" : "");
+        json_object_foreach(bw, k, v) printf("  bandwidth %-22s %8.1f GB/s\n", k,
+                                             json_number_value(v) / 1e9);
+        json_object_foreach(pk, k, v) {
+            if (json_is_object(v))
+                printf("  peak %-6s measured %8.2f TFLOP/s  spec %8.2f  used %8.2f\n", k,
+                       num(v, "measured") / 1e12, num(v, "spec") / 1e12, num(v, "used") / 1e12);
+        }
+        printf("  launch floor %.2f us\n", num(c, "launch_floor_s") * 1e6);
+        json_decref(c);
+    }
+    kevo_free(json);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "__worker") == 0)
+        return kevo_worker_main(argc - 1, argv + 1);
+    verbose = getenv("KEVO_VERBOSE") != NULL;
+    kevo_log_set(log_stderr, NULL, verbose ? KEVO_LOG_DEBUG : KEVO_LOG_WARN);
+    if (argc < 2)
+        return usage(NULL);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "check") == 0)
+        return cmd_check(argc - 2, argv + 2);
+    if (strcmp(cmd, "eval") == 0)
+        return cmd_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "calibrate") == 0)
+        return cmd_calibrate(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("kevo %s\n", KEVO_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    fprintf(stderr, "kevo: unknown command '%s'\n", cmd);
+    return usage(NULL);
+}

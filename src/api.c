@@ -1,0 +1,420 @@
+/*
+ * api - the command-level public API of kevo.h: check, eval and calibrate, as the CLI uses
+ * them. This is controller code: it parses tasks, starts a worker pool and sends requests;
+ * it never initialises CUDA itself (only workers do).
+ */
+#include "kevo.h"
+#include "backend_cpu.h"
+#include "buf.h"
+#include "log.h"
+#include "mem.h"
+#include "nvrtc.h"
+#include "pool.h"
+#include "sol.h"
+#include "task.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_DEADLINE_S 120.0
+#define CALIBRATE_DEADLINE_S 600.0
+
+void kevo_eval_opts_default(struct kevo_eval_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = KEVO_BACKEND_AUTO;
+    o->trials = 3;
+    o->deadline_s = DEFAULT_DEADLINE_S;
+}
+
+static char *msg_dup(const char *fmt, const char *a, const char *b)
+{
+    struct kevo_buf m;
+    kevo_buf_init(&m, 1 << 16);
+    if (kevo_buf_addf(&m, fmt, a, b ? b : "") != KEVO_OK) {
+        /* keep whatever fitted */
+    }
+    return kevo_buf_take(&m);
+}
+
+/* ---- compile requests from a parsed task/candidate ---- */
+
+struct creq {
+    struct kevo_compile_req req;
+    const char *entries[KEVO_MAX_ARGS];
+    const char *def_names[64];
+    int64_t def_values[64];
+};
+
+/* Build a compile request for `t` (borrowed). Entries are the distinct launched kernels. */
+static void creq_build(struct creq *c, const struct kevo_task *t)
+{
+    memset(c, 0, sizeof *c);
+    c->req.path = t->path;
+    c->req.source = t->source;
+    c->req.source_len = t->source_len;
+    for (int i = 0; i < t->n_launches && c->req.n_entries < KEVO_MAX_ARGS; i++) {
+        int dup = 0;
+        for (int j = 0; j < c->req.n_entries; j++)
+            dup |= strcmp(c->entries[j], t->launches[i].kernel) == 0;
+        if (!dup)
+            c->entries[c->req.n_entries++] = t->launches[i].kernel;
+    }
+    for (int i = 0; i < t->n_params && i < 64; i++) {
+        c->def_names[i] = t->params[i].name;
+        c->def_values[i] = t->params[i].values[0];
+        c->req.n_defines++;
+    }
+    c->req.entries = c->entries;
+    c->req.define_names = c->def_names;
+    c->req.define_values = c->def_values;
+    c->req.n_flags = t->n_flags;
+    c->req.flags = (const char *const *)t->flags;
+}
+
+static const char *check_arch(void)
+{
+    const char *a = getenv("KEVO_ARCH");
+    return a && *a ? a : "sm_90a";
+}
+
+/* Compile one parsed file with the compiler of its language (no device needed). */
+static enum kevo_status compile_only(const struct kevo_task *t, char **out_msg)
+{
+    struct creq c;
+    struct kevo_buf log;
+    enum kevo_status st;
+
+    creq_build(&c, t);
+    kevo_buf_init(&log, 1 << 16);
+    if (t->lang == KEVO_LANG_CUDA) {
+        void *cubin = NULL;
+        size_t n = 0;
+        st = kevo_nvrtc_compile(&c.req, check_arch(), &cubin, &n, &log, NULL);
+        kevo_free(cubin);
+    } else {
+        st = kevo_cpu_compile_check(&c.req, &log);
+    }
+    if (st != KEVO_OK)
+        *out_msg = msg_dup("%s: does not compile:\n%s", t->path, kevo_buf_str(&log));
+    kevo_buf_free(&log);
+    return st;
+}
+
+enum kevo_status kevo_check_file(const char *path, const char *task_path, char **out_msg)
+{
+    struct kevo_task *task = NULL, *cand = NULL;
+    enum kevo_status st;
+
+    *out_msg = NULL;
+    st = kevo_task_load(task_path ? task_path : path, &task, out_msg);
+    if (st)
+        goto out;
+    if (task_path) {
+        st = kevo_candidate_load(task, path, &cand, out_msg);
+        if (st)
+            goto out;
+    }
+    st = compile_only(cand ? cand : task, out_msg);
+out:
+    kevo_task_free(cand);
+    kevo_task_free(task);
+    return st;
+}
+
+/* ---- eval ---- */
+
+static uint64_t secret_seed(void)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+    }
+    return s;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    struct kevo_buf b;
+    char chunk[65536];
+    size_t n;
+
+    if (!f)
+        return NULL;
+    kevo_buf_init(&b, 16u << 20);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (kevo_buf_add(&b, chunk, n) != KEVO_OK) {
+            kevo_buf_free(&b);
+            fclose(f);
+            return NULL;
+        }
+    }
+    fclose(f);
+    return kevo_buf_take(&b);
+}
+
+static const char *backend_name(enum kevo_backend_kind k, enum kevo_lang lang)
+{
+    if (k == KEVO_BACKEND_CPU)
+        return "cpu";
+    if (k == KEVO_BACKEND_CUDA)
+        return "cuda";
+    return lang == KEVO_LANG_C ? "cpu" : "cuda";
+}
+
+struct evalctx {
+    struct kevo_pool *pool;
+    const struct kevo_eval_opts *opts;
+    const char *task_path;
+    char *task_text;
+    json_t *sol;            /* the request's "sol" object */
+};
+
+/* One eval request; returns the worker's result object (new reference) or NULL + msg. */
+static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *cand_text,
+                        int holdout, char **out_msg)
+{
+    char seed[32];
+    json_t *req = json_object(), *reply = NULL, *res = NULL;
+
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)secret_seed());
+    json_object_set_new(req, "op", json_string("eval"));
+    json_object_set_new(req, "task_path", json_string(e->task_path));
+    json_object_set_new(req, "task_text", json_string(e->task_text));
+    if (cand_text) {
+        json_object_set_new(req, "cand_path", json_string(cand_path));
+        json_object_set_new(req, "cand_text", json_string(cand_text));
+    }
+    json_object_set_new(req, "seed", json_string(seed));
+    json_object_set_new(req, "trials", json_integer(e->opts->trials));
+    json_object_set_new(req, "holdout", json_integer(holdout));
+    json_object_set_new(req, "timing", json_integer(!e->opts->no_timing && !holdout));
+    json_object_set_new(req, "time_cap_s", json_real(e->opts->time_cap_s));
+    json_object_set_new(req, "time_reference", json_integer(cand_text != NULL));
+    json_object_set(req, "sol", e->sol);
+    enum kevo_status st = kevo_pool_call(e->pool, 0, req, e->opts->deadline_s, &reply);
+    json_decref(req);
+    if (st) {
+        *out_msg = msg_dup("evaluation of %s failed: %s", cand_path, kevo_status_name(st));
+        return NULL;
+    }
+    const char *rs = json_string_value(json_object_get(reply, "status"));
+    res = json_object_get(reply, "result");
+    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res)) {
+        const char *m = json_string_value(json_object_get(reply, "message"));
+        *out_msg = msg_dup("worker could not evaluate %s: %s", cand_path, m ? m : rs);
+        json_decref(reply);
+        return NULL;
+    }
+    json_incref(res);
+    json_decref(reply);
+    return res;
+}
+
+/* Start the pool and calibrate (cached by the worker). */
+static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_t **out_calib,
+                                   char **out_msg)
+{
+    struct kevo_pool_opts po = {0};
+    int dev = e->opts->device;
+    json_t *req = NULL, *reply = NULL;
+    enum kevo_status st;
+    char *pmsg = NULL;
+
+    po.backend = backend;
+    po.n_devices = 1;
+    po.devices = &dev;
+    po.exe = getenv("KEVO_WORKER_EXE");
+    po.start_timeout_s = 60;
+    st = kevo_pool_open(&po, &e->pool, &pmsg);
+    if (st) {
+        *out_msg = msg_dup("cannot start a %s worker: %s", backend, pmsg);
+        kevo_free(pmsg);
+        return st;
+    }
+    req = json_pack("{s:s, s:i}", "op", "calibrate", "force", 0);
+    st = kevo_pool_call(e->pool, 0, req, CALIBRATE_DEADLINE_S, &reply);
+    json_decref(req);
+    if (st)
+        goto fail;
+    const char *rs = json_string_value(json_object_get(reply, "status"));
+    json_t *res = json_object_get(reply, "result");
+    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) ||
+        json_object_get(res, "verdict")) {
+        const char *m = json_string_value(json_object_get(reply, "message"));
+        if (!m)
+            m = json_string_value(json_object_get(res, "message"));
+        *out_msg = msg_dup("calibration on the %s backend failed: %s", backend, m ? m : "?");
+        json_decref(reply);
+        return KEVO_ERR_WORKER;
+    }
+    struct kevo_sol_figures f;
+    kevo_sol_figures_from_json(res, &f);
+    e->sol = kevo_sol_figures_to_json(&f);
+    *out_calib = json_incref(res);
+    json_decref(reply);
+    return KEVO_OK;
+fail:
+    *out_msg = msg_dup("calibration on the %s backend failed: %s", backend, kevo_status_name(st));
+    return st;
+}
+
+/* Evaluate one candidate file into a JSON entry (always returns an entry). */
+static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, const char *path,
+                              int *fatal, char **out_msg)
+{
+    struct kevo_task *cand = NULL;
+    char *perr = NULL, *text = NULL;
+    json_t *res = NULL;
+
+    if (kevo_candidate_load(task, path, &cand, &perr) != KEVO_OK) {
+        res = json_pack("{s:s, s:s}", "verdict", "compile_error", "message", perr ? perr : "?");
+        goto out;
+    }
+    text = read_text(path);
+    res = text ? eval_one(e, path, text, 0, out_msg) : NULL;
+    if (!res) {
+        *fatal = 1;
+        goto out;
+    }
+    const char *v = json_string_value(json_object_get(res, "verdict"));
+    if (e->opts->holdout && v && strcmp(v, "ok") == 0) {
+        json_t *h = eval_one(e, path, text, 1, out_msg);
+        if (!h) {
+            *fatal = 1;
+            goto out;
+        }
+        json_object_set_new(res, "holdout", h);
+        const char *hv = json_string_value(json_object_get(h, "verdict"));
+        if (hv && strcmp(hv, "ok") != 0)
+            json_object_set_new(res, "verdict", json_string("holdout_fail"));
+    }
+out:
+    if (res)
+        json_object_set_new(res, "path", json_string(path));
+    kevo_free(perr);
+    kevo_free(text);
+    kevo_task_free(cand);
+    return res;
+}
+
+enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_paths,
+                                int n_cands, const struct kevo_eval_opts *opts,
+                                char **out_json, char **out_msg)
+{
+    struct evalctx e = {0};
+    struct kevo_task *task = NULL;
+    json_t *doc = NULL, *calib = NULL, *cands = NULL, *ref = NULL;
+    enum kevo_status st;
+    int fatal = 0;
+
+    *out_json = NULL;
+    *out_msg = NULL;
+    e.opts = opts;
+    e.task_path = task_path;
+    st = kevo_task_load(task_path, &task, out_msg);
+    if (st)
+        goto out;
+    e.task_text = read_text(task_path);
+    if (!e.task_text) {
+        *out_msg = msg_dup("%s: cannot read: %s", task_path, strerror(errno));
+        st = KEVO_ERR_IO;
+        goto out;
+    }
+    if (opts->backend == KEVO_BACKEND_CPU && task->lang == KEVO_LANG_CUDA) {
+        *out_msg = msg_dup("%s: a CUDA task needs the CUDA backend%s", task_path, NULL);
+        st = KEVO_ERR_INVALID;
+        goto out;
+    }
+    const char *backend = backend_name(opts->backend, task->lang);
+    st = eval_setup(&e, backend, &calib, out_msg);
+    if (st)
+        goto out;
+    ref = eval_one(&e, task_path, NULL, 0, out_msg);
+    if (!ref) {
+        st = KEVO_ERR_WORKER;
+        goto out;
+    }
+    cands = json_array();
+    for (int i = 0; i < n_cands && !fatal; i++) {
+        json_t *c = eval_candidate(&e, task, cand_paths[i], &fatal, out_msg);
+        if (c)
+            json_array_append_new(cands, c);
+    }
+    if (fatal) {
+        st = KEVO_ERR_WORKER;
+        goto out;
+    }
+    doc = json_pack("{s:s, s:{s:s, s:s}, s:s, s:O, s:O, s:O}", "kevo_version", KEVO_VERSION,
+                    "task", "path", task_path, "name", task->name, "backend", backend,
+                    "calibration", calib, "reference", ref, "candidates", cands);
+    *out_json = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!*out_json)
+        st = KEVO_ERR_NOMEM;
+out:
+    json_decref(doc);
+    json_decref(calib);
+    json_decref(cands);
+    json_decref(ref);
+    json_decref(e.sol);
+    kevo_pool_free(e.pool);
+    kevo_free(e.task_text);
+    kevo_task_free(task);
+    return st;
+}
+
+enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device, int force,
+                                     char **out_json, char **out_msg)
+{
+    struct kevo_pool_opts po = {0};
+    struct kevo_pool *pool = NULL;
+    json_t *req = NULL, *reply = NULL;
+    char *pmsg = NULL;
+    enum kevo_status st;
+
+    *out_json = NULL;
+    *out_msg = NULL;
+    po.backend = backend == KEVO_BACKEND_CPU ? "cpu" : "cuda";
+    po.n_devices = 1;
+    po.devices = &device;
+    po.exe = getenv("KEVO_WORKER_EXE");
+    po.start_timeout_s = 60;
+    st = kevo_pool_open(&po, &pool, &pmsg);
+    if (st) {
+        *out_msg = msg_dup("cannot start a %s worker: %s", po.backend, pmsg);
+        goto out;
+    }
+    req = json_pack("{s:s, s:i}", "op", "calibrate", "force", force);
+    st = kevo_pool_call(pool, 0, req, CALIBRATE_DEADLINE_S, &reply);
+    if (st) {
+        *out_msg = msg_dup("calibration failed: %s%s", kevo_status_name(st), NULL);
+        goto out;
+    }
+    const char *rs = json_string_value(json_object_get(reply, "status"));
+    json_t *res = json_object_get(reply, "result");
+    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) ||
+        json_object_get(res, "verdict")) {
+        const char *m = json_string_value(json_object_get(reply, "message"));
+        if (!m)
+            m = json_string_value(json_object_get(res, "message"));
+        *out_msg = msg_dup("calibration on the %s backend failed: %s", po.backend, m ? m : rs);
+        st = KEVO_ERR_WORKER;
+        goto out;
+    }
+    *out_json = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+out:
+    kevo_free(pmsg);
+    json_decref(req);
+    json_decref(reply);
+    kevo_pool_free(pool);
+    return st;
+}
