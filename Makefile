@@ -20,7 +20,9 @@ TBINS   := $(TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 LIB     := $(BUILD)/libkevo.a
 KEVO    := $(BUILD)/kevo
 
-.PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan
+.PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan deps-check
+# the embedded kernels are inputs of many objects: keep them between runs
+.SECONDARY: $(KGEN)
 all: $(KEVO)
 
 # kernels/NAME.cu -> build/gen/NAME.cu.inc defining kevo_kernel_NAME_cu[] (NUL-terminated)
