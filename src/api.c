@@ -8,7 +8,7 @@
 #include "buf.h"
 #include "log.h"
 #include "mem.h"
-#include "nvrtc.h"
+#include "rtc.h"
 #include "pool.h"
 #include "sol.h"
 #include "task.h"
@@ -96,7 +96,7 @@ static enum kevo_status compile_only(const struct kevo_task *t, char **out_msg)
     if (t->lang == KEVO_LANG_CUDA) {
         void *cubin = NULL;
         size_t n = 0;
-        st = kevo_nvrtc_compile(&c.req, check_arch(), &cubin, &n, &log, NULL);
+        st = kevo_rtc_compile(&c.req, check_arch(), &cubin, &n, &log, NULL);
         kevo_free(cubin);
     } else {
         st = kevo_cpu_compile_check(&c.req, &log);

@@ -16,10 +16,7 @@
  */
 /* sol.h's opening comment holds a glob with a slash-star, which -Wcomment rejects under -Werror;
  * silenced here until the header is fixed. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
 #include "sol.h"
-#pragma GCC diagnostic pop
 #include "log.h"
 #include "mem.h"
 

@@ -15,10 +15,7 @@
 #include "mem.h"
 /* sol.h's opening comment holds a glob with a slash-star, which -Wcomment rejects under -Werror;
  * silenced here until the header is fixed. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wcomment"
 #include "sol.h"
-#pragma GCC diagnostic pop
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -36,20 +33,7 @@
 
 extern char **environ;
 
-/* NVRTC's own header is shadowed by src/nvrtc.h on the include path (-Isrc comes first), so
- * the few NVRTC calls used here are declared by hand; 0 is NVRTC_SUCCESS. */
-typedef struct _nvrtcProgram *nvrtcProgram;
-#define NVRTC_SUCCESS 0
-int nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *name, int n_headers,
-                       const char *const *headers, const char *const *include_names);
-int nvrtcCompileProgram(nvrtcProgram prog, int n_options, const char *const *options);
-int nvrtcGetProgramLogSize(nvrtcProgram prog, size_t *size);
-int nvrtcGetProgramLog(nvrtcProgram prog, char *log);
-int nvrtcGetPTXSize(nvrtcProgram prog, size_t *size);
-int nvrtcGetPTX(nvrtcProgram prog, char *ptx);
-int nvrtcGetCUBINSize(nvrtcProgram prog, size_t *size);
-int nvrtcGetCUBIN(nvrtcProgram prog, char *cubin);
-int nvrtcDestroyProgram(nvrtcProgram *prog);
+#include <nvrtc.h>
 
 #define GIB ((int64_t)1 << 30)
 #define MIB ((int64_t)1 << 20)

@@ -1,5 +1,5 @@
 /*
- * nvrtc - CUDA source to CUBIN with NVRTC, in-process, plus the on-disk compile cache.
+ * rtc - CUDA source to CUBIN with NVRTC, in-process, plus the on-disk compile cache.
  * Needs no GPU and no driver, so `kevo check` and CI can compile every CUDA task.
  *
  * Options: --gpu-architecture=<arch> (a real sm_XX[a] target: CUBIN, not PTX),
@@ -11,8 +11,8 @@
  * option, source). Entries are written to a temporary name and renamed (atomic). A corrupt
  * or foreign entry is ignored and rewritten.
  */
-#ifndef KEVO_NVRTC_H
-#define KEVO_NVRTC_H
+#ifndef KEVO_RTC_H
+#define KEVO_RTC_H
 
 #include "backend.h"
 #include "buf.h"
@@ -24,11 +24,11 @@
  * is also filled on success (warnings). *out_cache_hit (may be NULL) tells whether the
  * cache answered.
  */
-KEVO_NODISCARD enum kevo_status kevo_nvrtc_compile(const struct kevo_compile_req *req,
+KEVO_NODISCARD enum kevo_status kevo_rtc_compile(const struct kevo_compile_req *req,
                                                    const char *arch, void **out_cubin,
                                                    size_t *out_size, struct kevo_buf *log,
                                                    int *out_cache_hit);
 /* "13.0" etc. */
-const char *kevo_nvrtc_version(void);
+const char *kevo_rtc_version(void);
 
 #endif

@@ -1,0 +1,997 @@
+/*
+ * backend_cuda - the backend.h vtable on one CUDA device: NVRTC compiles (nvrtc.c), the
+ * driver API loaded at run time (cudrv.c), one non-blocking "harness" stream that every
+ * launch, fill and timed sample goes through, and the timing sample of
+ * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events).
+ * Design notes: docs/internals/backend_cuda.md.
+ *
+ * Invariants: the primary context is retained for the backend's life and made current on
+ * every entry (a worker may compile on one thread and launch on another); once a sticky
+ * fault is seen (KEVO_ERR_DEVICE) every later call answers KEVO_ERR_DEVICE at once, since
+ * the context is gone and the worker must exit. Launch arguments are always marshalled at
+ * the width the compiled kernel declares, never at the width the plan assumed.
+ *
+ * Thread-safety: one backend is used by one thread at a time (the worker's); the calls
+ * make the context current themselves, so which thread that is may change.
+ */
+#include "backend_cuda.h"
+
+#include "cudrv.h"
+#include "log.h"
+#include "mem.h"
+#include "rtc.h"
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.cu.inc"   /* build/gen: kernels/harness.cu as kevo_kernel_harness_cu[] */
+
+#define MALLOC_HEAP_BYTES   (1u << 20)   /* device malloc: candidates barely need it */
+#define PRINTF_FIFO_BYTES   (64u << 10)
+#define BLOCK_TIMEOUT_NS    1000000000ull /* the blocking kernel gives up after ~1 s */
+#define QUEUE_CAP           24           /* launches queued behind the blocker (nvbench:
+                                            "~32 kernel launches max"); past it the
+                                            blocker is released and the rest streams in */
+#define HOST_FLAG_RELEASE   0            /* int index in the host-mapped words */
+#define HOST_FLAG_TIMEOUT   1
+#define HOST_TS_OFFSET      16           /* bytes: 4 x u64 stamps (gt0, clk0, gt1, clk1) */
+#define HOST_WORDS_BYTES    64
+
+struct cuda_entry {
+    char *name;
+    CUfunction f;
+    struct kevo_func_info fi;
+    int dyn_smem_max;                    /* current MAX_DYNAMIC_SHARED_SIZE_BYTES */
+};
+
+struct kevo_module {
+    CUmodule mod;
+    int n_entries;
+    struct cuda_entry *e;
+};
+
+struct cuda_ctx {
+    const struct kevo_cudrv *d;
+    CUdevice dev;
+    CUcontext ctx;                       /* the device's primary context, retained */
+    CUstream stream;                     /* the harness stream */
+    struct kevo_device_info info;
+    int max_grid[3], max_block[3];
+    CUdeviceptr flush;                   /* 2 x L2, zeroed before a cold sample */
+    size_t flush_bytes;
+    void *host_words;                    /* host-mapped: release/timeout flags, stamps */
+    CUdeviceptr dev_words;
+    CUevent ev0, ev1;
+    struct kevo_module *harness;         /* entry 0: kevo_harness_block, 1: _timestamp */
+    int lost;                            /* a sticky fault was seen */
+    struct kevo_buf msg;                 /* last message of calls without an err buffer */
+};
+
+/* One launch, checked and marshalled, ready for cuLaunchKernel. */
+struct prepared {
+    CUfunction f;
+    const char *name;
+    uint32_t grid[3], block[3], smem;
+    uint64_t argv[KEVO_MAX_ARGS];
+    void *argp[KEVO_MAX_ARGS];
+};
+
+/* ---- messages ---- */
+
+/* Append to a message buffer (may be NULL); a message cut at the cap is kept as is. */
+static void msgf(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msgf(struct kevo_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!b)
+        return;
+    va_start(ap, fmt);
+    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK) {
+        /* truncated at the cap */
+    }
+    va_end(ap);
+}
+
+/* Note a status: a sticky fault marks the context lost. Returns st. */
+static enum kevo_status note(struct cuda_ctx *c, enum kevo_status st)
+{
+    if (st == KEVO_ERR_DEVICE)
+        c->lost = 1;
+    return st;
+}
+
+/* For calls with no err buffer: keep the message in c->msg and log it. */
+static enum kevo_status report(struct cuda_ctx *c, enum kevo_status st)
+{
+    if (st)
+        KEVO_ERROR("cuda: %s", kevo_buf_str(&c->msg));
+    return note(c, st);
+}
+
+/* Make the context current on this thread; KEVO_ERR_DEVICE once it is lost. */
+static enum kevo_status bind(struct cuda_ctx *c, struct kevo_buf *err)
+{
+    if (c->lost) {
+        msgf(err, "the CUDA context was lost to an earlier device fault");
+        return KEVO_ERR_DEVICE;
+    }
+    return note(c, KEVO_CU(c->d, err, c->d->cuCtxSetCurrent(c->ctx)));
+}
+
+/* ---- argument marshalling (pure) ---- */
+
+/* x in a float format of ebits exponent and mbits mantissa bits (16 bits in all), rounded
+ * to nearest even; overflow gives infinity and NaN stays NaN, as IEEE does. */
+static uint16_t narrow_float(double x, int ebits, int mbits)
+{
+    const int bias = (1 << (ebits - 1)) - 1;
+    const uint16_t inf = (uint16_t)(((1u << ebits) - 1) << mbits);
+    const uint16_t sign = signbit(x) ? (uint16_t)(1u << (ebits + mbits)) : 0;
+    double a = fabs(x);
+    int e = 0;
+
+    if (isnan(x))
+        return (uint16_t)(sign | inf | (1u << (mbits - 1)));
+    if (isinf(x))
+        return (uint16_t)(sign | inf);
+    if (a == 0.0)
+        return sign;
+    frexp(a, &e);                                     /* a in [2^(e-1), 2^e) */
+    int biased = e - 1 + bias;
+    if (biased < 1) {                                 /* subnormal: units of 2^(1-bias-m) */
+        double q = nearbyint(ldexp(a, bias - 1 + mbits));
+        return (uint16_t)(sign | (uint16_t)q);        /* q == 2^m encodes the min normal */
+    }
+    double q = nearbyint(ldexp(a, mbits - (e - 1)));  /* in [2^m, 2^(m+1)] */
+    if (q >= ldexp(1.0, mbits + 1)) {
+        q = ldexp(1.0, mbits);
+        biased++;
+    }
+    if (biased >= (1 << ebits) - 1)
+        return (uint16_t)(sign | inf);
+    return (uint16_t)(sign | (uint16_t)(biased << mbits) | (uint16_t)((uint32_t)q - (1u << mbits)));
+}
+
+uint16_t kevo_backend_cuda_half_bits(double x) { return narrow_float(x, 5, 10); }
+uint16_t kevo_backend_cuda_bf16_bits(double x) { return narrow_float(x, 8, 7); }
+
+static enum kevo_status marshal_int(const struct kevo_val *v, int size, const char *kernel,
+                                    int index, void *out, struct kevo_buf *err)
+{
+    int64_t lo, hi;
+
+    if (size != 1 && size != 2 && size != 4 && size != 8) {
+        msgf(err, "kernel '%s': argument %d is an integer but the parameter is %d bytes "
+                  "(expected 1, 2, 4 or 8)", kernel, index, size);
+        return KEVO_ERR_LAUNCH;
+    }
+    hi = size == 8 ? INT64_MAX : (int64_t)((UINT64_C(1) << (8 * size - 1)) - 1);
+    lo = -hi - 1;
+    if (v->i < lo || v->i > hi) {
+        msgf(err, "kernel '%s': argument %d = %" PRId64 " does not fit its %d-byte parameter "
+                  "(range %" PRId64 "..%" PRId64 "; signedness is unknown, so values above "
+                  "the signed maximum are refused)", kernel, index, v->i, size, lo, hi);
+        return KEVO_ERR_LAUNCH;
+    }
+    int8_t i8 = (int8_t)v->i;
+    int16_t i16 = (int16_t)v->i;
+    int32_t i32 = (int32_t)v->i;
+    if (size == 1)
+        memcpy(out, &i8, 1);
+    else if (size == 2)
+        memcpy(out, &i16, 2);
+    else if (size == 4)
+        memcpy(out, &i32, 4);
+    else
+        memcpy(out, &v->i, 8);
+    return KEVO_OK;
+}
+
+static enum kevo_status marshal_float(const struct kevo_val *v, int size, const char *kernel,
+                                      int index, void *out, struct kevo_buf *err)
+{
+    const char *type = NULL;
+
+    if (size == 8) {
+        memcpy(out, &v->f, 8);
+        return KEVO_OK;
+    }
+    if (size == 4) {
+        float f = (float)v->f;
+        memcpy(out, &f, 4);
+        if (!isinf(f) || isinf(v->f))
+            return KEVO_OK;
+        type = "float";
+    } else if (size == 2) {
+        int bf = v->dtype == KEVO_BF16;
+        uint16_t h = bf ? kevo_backend_cuda_bf16_bits(v->f) : kevo_backend_cuda_half_bits(v->f);
+        memcpy(out, &h, 2);
+        if ((h & 0x7fff) != (bf ? 0x7f80 : 0x7c00) || isinf(v->f))
+            return KEVO_OK;
+        type = bf ? "bf16" : "half";
+    } else {
+        msgf(err, "kernel '%s': argument %d is a float but the parameter is %d bytes "
+                  "(expected 2, 4 or 8)", kernel, index, size);
+        return KEVO_ERR_LAUNCH;
+    }
+    msgf(err, "kernel '%s': argument %d = %g overflows its %d-byte (%s) parameter", kernel,
+         index, v->f, size, type);
+    return KEVO_ERR_LAUNCH;
+}
+
+enum kevo_status kevo_backend_cuda_marshal_arg(const struct kevo_val *v, int param_size,
+                                               const char *kernel, int index, void *out,
+                                               struct kevo_buf *err)
+{
+    memset(out, 0, 8);
+    switch (v->kind) {
+    case KEVO_VAL_PTR:
+        if (param_size != 8) {
+            msgf(err, "kernel '%s': argument %d is a device pointer (8 bytes) but the "
+                      "parameter is %d bytes", kernel, index, param_size);
+            return KEVO_ERR_LAUNCH;
+        }
+        memcpy(out, &v->ptr, 8);
+        return KEVO_OK;
+    case KEVO_VAL_INT:
+        return marshal_int(v, param_size, kernel, index, out, err);
+    case KEVO_VAL_FLOAT:
+        return marshal_float(v, param_size, kernel, index, out, err);
+    }
+    msgf(err, "kernel '%s': argument %d has an unknown kind %d", kernel, index, (int)v->kind);
+    return KEVO_ERR_LAUNCH;
+}
+
+/* ---- device facts ---- */
+
+static int attr(struct cuda_ctx *c, CUdevice_attribute a, int *out, struct kevo_buf *err)
+{
+    *out = 0;
+    return KEVO_CU(c->d, err, c->d->cuDeviceGetAttribute(out, a, c->dev)) != KEVO_OK;
+}
+
+/* Fill c->info and the launch limits. Attributes that only inform (clocks, bus width)
+ * read as 0 when a driver does not report them; the ones launches depend on must exist. */
+static enum kevo_status query_device(struct cuda_ctx *c, struct kevo_buf *err)
+{
+    struct kevo_device_info *in = &c->info;
+    int v = 0;
+    size_t mem = 0;
+
+    memset(in, 0, sizeof *in);
+    if (KEVO_CU(c->d, err, c->d->cuDeviceGetName(in->name, (int)sizeof in->name, c->dev)) ||
+        KEVO_CU(c->d, err, c->d->cuDeviceTotalMem(&mem, c->dev)) ||
+        attr(c, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &in->cc_major, err) ||
+        attr(c, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &in->cc_minor, err) ||
+        attr(c, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &in->n_sms, err) ||
+        attr(c, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &in->max_threads_per_block, err))
+        return KEVO_ERR_CUDA;
+    for (int i = 0; i < 3; i++) {
+        if (attr(c, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + i, &c->max_grid[i], err) ||
+            attr(c, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + i, &c->max_block[i], err))
+            return KEVO_ERR_CUDA;
+    }
+    if (attr(c, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &v, err))
+        return KEVO_ERR_CUDA;
+    in->smem_per_block_optin = v;
+    in->mem_bytes = (int64_t)mem;
+    kevo_cudrv_arch_name(in->cc_major, in->cc_minor, in->arch, sizeof in->arch);
+    /* Informational: a missing attribute leaves 0 ("unknown"), not a failure. */
+    if (!attr(c, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &v, NULL))
+        in->l2_bytes = v;
+    if (!attr(c, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &v, NULL))
+        in->smem_per_sm = v;
+    if (!attr(c, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, &v, NULL))
+        in->clock_mhz = v / 1000;                     /* kHz */
+    if (!attr(c, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &v, NULL))
+        in->mem_clock_mhz = v / 1000;
+    if (!attr(c, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &v, NULL))
+        in->bus_width_bits = v;
+    return KEVO_OK;
+}
+
+/* ---- modules ---- */
+
+static void module_free(struct cuda_ctx *c, struct kevo_module *m)
+{
+    if (!m)
+        return;
+    if (m->mod && c->d->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS)
+        (void)c->d->cuModuleUnload(m->mod);       /* fails harmlessly on a lost context */
+    for (int i = 0; i < m->n_entries; i++)
+        kevo_free(m->e[i].name);
+    kevo_free(m->e);
+    kevo_free(m);
+}
+
+/* Static facts of one kernel: attributes, and parameter sizes from cuFuncGetParamInfo
+ * (which answers an error past the last parameter). */
+static enum kevo_status entry_info(struct cuda_ctx *c, struct cuda_entry *e, struct kevo_buf *log)
+{
+    const struct kevo_cudrv *d = c->d;
+    struct kevo_func_info *fi = &e->fi;
+    size_t off = 0, size = 0;
+
+    int *const dst[] = {&fi->num_regs, &fi->static_smem, &fi->local_bytes,
+                        &fi->max_threads_per_block, &e->dyn_smem_max};
+    const CUfunction_attribute which[] = {
+        CU_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+        CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES};
+    for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+        enum kevo_status st = KEVO_CU(d, log, d->cuFuncGetAttribute(dst[i], which[i], e->f));
+        if (st)
+            return st;
+    }
+    fi->n_params = 0;
+    while (d->cuFuncGetParamInfo(e->f, (size_t)fi->n_params, &off, &size) == CUDA_SUCCESS) {
+        if (fi->n_params == KEVO_MAX_ARGS) {
+            msgf(log, "kernel '%s' has more than %d parameters\n", e->name, KEVO_MAX_ARGS);
+            return KEVO_ERR_COMPILE;
+        }
+        fi->param_size[fi->n_params++] = (int)size;
+    }
+    return KEVO_OK;
+}
+
+/* A load failure the driver blames on the binary is the candidate's compile verdict. */
+static enum kevo_status load_status(enum kevo_status st)
+{
+    return st == KEVO_ERR_LAUNCH ? KEVO_ERR_COMPILE : st;
+}
+
+/* Load cubin and look up each entry. KEVO_ERR_COMPILE (message in *log) for an entry that
+ * the module does not export. */
+static enum kevo_status module_load(struct cuda_ctx *c, const void *cubin, int n_entries,
+                                    const char *const *entries, struct kevo_module **out,
+                                    struct kevo_buf *log)
+{
+    const struct kevo_cudrv *d = c->d;
+    enum kevo_status st = KEVO_OK;
+    struct kevo_module *m = NULL;
+
+    *out = NULL;
+    m = kevo_calloc(1, sizeof *m);
+    if (m)
+        m->e = kevo_calloc(n_entries > 0 ? (size_t)n_entries : 1, sizeof *m->e);
+    if (!m || !m->e) {
+        st = KEVO_ERR_NOMEM;
+        goto out;
+    }
+    st = note(c, load_status(KEVO_CU(d, log, d->cuModuleLoadData(&m->mod, cubin))));
+    if (st)
+        goto out;
+    for (int i = 0; i < n_entries; i++) {
+        struct cuda_entry *e = &m->e[i];
+        e->name = kevo_strdup(entries[i]);
+        if (!e->name) {
+            st = KEVO_ERR_NOMEM;
+            goto out;
+        }
+        m->n_entries = i + 1;
+        CUresult r = d->cuModuleGetFunction(&e->f, m->mod, entries[i]);
+        if (r == CUDA_ERROR_NOT_FOUND) {
+            msgf(log, "kernel '%s' not found; is it extern \"C\"?\n", entries[i]);
+            st = KEVO_ERR_COMPILE;
+            goto out;
+        }
+        st = note(c, load_status(KEVO_CU(d, log, r)));
+        if (!st)
+            st = note(c, entry_info(c, e, log));
+        if (st)
+            goto out;
+    }
+    *out = m;
+    m = NULL;
+out:
+    module_free(c, m);
+    return st;
+}
+
+/* ---- compile, facts ---- */
+
+static enum kevo_status cuda_info(void *ctx, struct kevo_device_info *out)
+{
+    struct cuda_ctx *c = ctx;
+
+    *out = c->info;
+    return KEVO_OK;
+}
+
+static enum kevo_status cuda_compile(void *ctx, const struct kevo_compile_req *req,
+                                     struct kevo_module **out, struct kevo_buf *log)
+{
+    struct cuda_ctx *c = ctx;
+    enum kevo_status st;
+    void *cubin = NULL;
+    size_t size = 0;
+
+    *out = NULL;
+    st = bind(c, log);
+    if (st)
+        return st;
+    st = kevo_rtc_compile(req, c->info.arch, &cubin, &size, log, NULL);
+    if (!st)
+        st = module_load(c, cubin, req->n_entries, req->entries, out, log);
+    kevo_free(cubin);
+    return st;
+}
+
+static enum kevo_status cuda_func_info(void *ctx, struct kevo_module *m, int entry,
+                                       struct kevo_func_info *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+    if (!m || entry < 0 || entry >= m->n_entries)
+        return KEVO_ERR_NOTFOUND;
+    *out = m->e[entry].fi;
+    return KEVO_OK;
+}
+
+/* Let e take smem bytes of dynamic shared memory (the opt-in above 48 KiB). */
+static enum kevo_status raise_smem(struct cuda_ctx *c, struct cuda_entry *e, unsigned smem,
+                                   struct kevo_buf *err)
+{
+    enum kevo_status st;
+
+    if ((int64_t)smem <= e->dyn_smem_max)
+        return KEVO_OK;
+    st = KEVO_CU_LAUNCH(c->d, err, c->d->cuFuncSetAttribute(
+                                       e->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                       (int)smem));
+    if (!st)
+        e->dyn_smem_max = (int)smem;
+    return note(c, st);
+}
+
+static enum kevo_status cuda_occupancy(void *ctx, struct kevo_module *m, int entry,
+                                       int block_threads, int smem, int *out_blocks)
+{
+    struct cuda_ctx *c = ctx;
+    enum kevo_status st;
+
+    *out_blocks = 0;
+    if (!m || entry < 0 || entry >= m->n_entries)
+        return KEVO_ERR_NOTFOUND;
+    if (block_threads <= 0 || smem < 0)
+        return KEVO_ERR_INVALID;
+    kevo_buf_reset(&c->msg);
+    st = bind(c, &c->msg);
+    if (!st)
+        st = raise_smem(c, &m->e[entry], (unsigned)smem, &c->msg);
+    if (!st)
+        st = KEVO_CU(c->d, &c->msg, c->d->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                        out_blocks, m->e[entry].f, block_threads, (size_t)smem));
+    return report(c, st);
+}
+
+static void cuda_module_free(void *ctx, struct kevo_module *m)
+{
+    module_free(ctx, m);
+}
+
+/* ---- memory ---- */
+
+static enum kevo_status cuda_alloc(void *ctx, size_t bytes, uint64_t *out)
+{
+    struct cuda_ctx *c = ctx;
+    CUdeviceptr p = 0;
+    enum kevo_status st;
+
+    *out = 0;
+    kevo_buf_reset(&c->msg);
+    st = bind(c, &c->msg);
+    if (!st)   /* cuMemAlloc refuses 0 bytes; a real (tiny) buffer keeps pointers distinct */
+        st = KEVO_CU(c->d, &c->msg, c->d->cuMemAlloc(&p, bytes ? bytes : 256));
+    if (!st)
+        *out = (uint64_t)p;
+    return report(c, st);
+}
+
+static void cuda_free(void *ctx, uint64_t addr)
+{
+    struct cuda_ctx *c = ctx;
+
+    if (addr == 0 || c->lost || c->d->cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS)
+        return;
+    if (c->d->cuMemFree((CUdeviceptr)addr) != CUDA_SUCCESS)
+        KEVO_DEBUG("cuda: cuMemFree(0x%" PRIx64 ") failed", addr);
+}
+
+/* Copies are synchronous with respect to the harness stream: the stream is drained
+ * first, since a non-blocking stream does not order against the copy's stream. */
+static enum kevo_status drain(struct cuda_ctx *c, struct kevo_buf *err)
+{
+    enum kevo_status st = bind(c, err);
+
+    if (!st)
+        st = note(c, KEVO_CU(c->d, err, c->d->cuStreamSynchronize(c->stream)));
+    return st;
+}
+
+static enum kevo_status cuda_upload(void *ctx, uint64_t dst, const void *src, size_t n)
+{
+    struct cuda_ctx *c = ctx;
+    enum kevo_status st;
+
+    kevo_buf_reset(&c->msg);
+    st = drain(c, &c->msg);
+    if (!st && n)
+        st = KEVO_CU(c->d, &c->msg, c->d->cuMemcpyHtoD((CUdeviceptr)dst, src, n));
+    return report(c, st);
+}
+
+static enum kevo_status cuda_download(void *ctx, void *dst, uint64_t src, size_t n)
+{
+    struct cuda_ctx *c = ctx;
+    enum kevo_status st;
+
+    kevo_buf_reset(&c->msg);
+    st = drain(c, &c->msg);
+    if (!st && n)
+        st = KEVO_CU(c->d, &c->msg, c->d->cuMemcpyDtoH(dst, (CUdeviceptr)src, n));
+    return report(c, st);
+}
+
+/* n bytes of the repeating little-endian pattern: whole words with cuMemsetD32Async, a
+ * tail of 1-3 bytes with the pattern's matching bytes. Enqueued on the harness stream. */
+static enum kevo_status cuda_fill32(void *ctx, uint64_t dst, uint32_t pattern, size_t n)
+{
+    struct cuda_ctx *c = ctx;
+    const struct kevo_cudrv *d = c->d;
+    enum kevo_status st;
+    size_t words = n / 4;
+
+    kevo_buf_reset(&c->msg);
+    if (dst % 4 != 0) {
+        msgf(&c->msg, "fill32: address 0x%" PRIx64 " is not 4-byte aligned", dst);
+        return report(c, KEVO_ERR_INVALID);
+    }
+    st = bind(c, &c->msg);
+    if (!st && words)
+        st = KEVO_CU(d, &c->msg, d->cuMemsetD32Async((CUdeviceptr)dst, pattern, words, c->stream));
+    for (size_t i = 0; !st && i < n % 4; i++) {
+        unsigned char byte = (unsigned char)(pattern >> (8 * i));
+        st = KEVO_CU(d, &c->msg, d->cuMemsetD8Async((CUdeviceptr)(dst + 4 * words + i), byte, 1,
+                                                    c->stream));
+    }
+    return report(c, st);
+}
+
+/* ---- launches ---- */
+
+/* Check the geometry of call i against the device and the kernel. */
+static enum kevo_status check_dims(const struct cuda_ctx *c, const struct cuda_entry *e,
+                                   const struct kevo_call *call, int i, struct kevo_buf *err)
+{
+    static const char axis[] = "xyz";
+    uint64_t threads = 1;
+
+    for (int k = 0; k < 3; k++) {
+        if (call->block[k] < 1 || call->block[k] > (uint32_t)c->max_block[k]) {
+            msgf(err, "kernel '%s' (launch %d): block.%c = %u is outside 1..%d", e->name, i,
+                 axis[k], call->block[k], c->max_block[k]);
+            return KEVO_ERR_LAUNCH;
+        }
+        if (call->grid[k] < 1 || call->grid[k] > (uint32_t)c->max_grid[k]) {
+            msgf(err, "kernel '%s' (launch %d): grid.%c = %u is outside 1..%d", e->name, i,
+                 axis[k], call->grid[k], c->max_grid[k]);
+            return KEVO_ERR_LAUNCH;
+        }
+        threads *= call->block[k];
+    }
+    if (threads > (uint64_t)c->info.max_threads_per_block ||
+        threads > (uint64_t)e->fi.max_threads_per_block) {
+        msgf(err, "kernel '%s' (launch %d): %" PRIu64 " threads per block; the device allows "
+                  "%d and this kernel (%d registers per thread) at most %d", e->name, i,
+             threads, c->info.max_threads_per_block, e->fi.num_regs, e->fi.max_threads_per_block);
+        return KEVO_ERR_LAUNCH;
+    }
+    if ((int64_t)call->smem + e->fi.static_smem > c->info.smem_per_block_optin) {
+        msgf(err, "kernel '%s' (launch %d): %u bytes of dynamic shared memory plus %d static "
+                  "exceed the device's %" PRId64 " per block", e->name, i, call->smem,
+             e->fi.static_smem, c->info.smem_per_block_optin);
+        return KEVO_ERR_LAUNCH;
+    }
+    return KEVO_OK;
+}
+
+/* Check and marshal call i of m into p (which must not move afterwards: argp points
+ * into it). */
+static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
+                                    const struct kevo_call *call, int i, struct prepared *p,
+                                    struct kevo_buf *err)
+{
+    enum kevo_status st;
+
+    if (!m || call->entry < 0 || call->entry >= m->n_entries) {
+        msgf(err, "launch %d: entry %d does not exist (module has %d)", i, call->entry,
+             m ? m->n_entries : 0);
+        return KEVO_ERR_LAUNCH;
+    }
+    struct cuda_entry *e = &m->e[call->entry];
+    st = check_dims(c, e, call, i, err);
+    if (st)
+        return st;
+    if (call->n_args != e->fi.n_params) {
+        msgf(err, "kernel '%s' (launch %d): %d arguments given, the kernel takes %d", e->name,
+             i, call->n_args, e->fi.n_params);
+        return KEVO_ERR_LAUNCH;
+    }
+    for (int a = 0; a < call->n_args; a++) {
+        st = kevo_backend_cuda_marshal_arg(&call->args[a], e->fi.param_size[a], e->name, a,
+                                           &p->argv[a], err);
+        if (st)
+            return st;
+        p->argp[a] = &p->argv[a];
+    }
+    st = raise_smem(c, e, call->smem, err);
+    if (st)
+        return st;
+    p->f = e->f;
+    p->name = e->name;
+    p->smem = call->smem;
+    memcpy(p->grid, call->grid, sizeof p->grid);
+    memcpy(p->block, call->block, sizeof p->block);
+    return KEVO_OK;
+}
+
+/* The whole plan, checked before anything is enqueued (kevo_free the result). */
+static enum kevo_status prepare(struct cuda_ctx *c, struct kevo_module *m,
+                                const struct kevo_call *calls, int n_calls,
+                                struct prepared **out, struct kevo_buf *err)
+{
+    enum kevo_status st = KEVO_OK;
+    struct prepared *p = NULL;
+
+    *out = NULL;
+    if (n_calls < 0 || (n_calls > 0 && !calls)) {
+        msgf(err, "launch: bad plan (%d calls)", n_calls);
+        return KEVO_ERR_INVALID;
+    }
+    p = kevo_calloc(n_calls > 0 ? (size_t)n_calls : 1, sizeof *p);
+    if (!p)
+        return KEVO_ERR_NOMEM;
+    for (int i = 0; i < n_calls && !st; i++)
+        st = prepare_one(c, m, &calls[i], i, &p[i], err);
+    if (st) {
+        kevo_free(p);
+        return st;
+    }
+    *out = p;
+    return KEVO_OK;
+}
+
+static enum kevo_status enqueue(struct cuda_ctx *c, const struct prepared *p,
+                                struct kevo_buf *err)
+{
+    const struct kevo_cudrv *d = c->d;
+    size_t before = err ? err->len : 0;
+    enum kevo_status st = KEVO_CU_LAUNCH(
+        d, err, d->cuLaunchKernel(p->f, p->grid[0], p->grid[1], p->grid[2], p->block[0],
+                                  p->block[1], p->block[2], p->smem, c->stream,
+                                  (void **)p->argp, NULL));
+    if (st && err && err->len > before)
+        msgf(err, " (kernel '%s')", p->name);
+    return note(c, st);
+}
+
+static enum kevo_status cuda_launch(void *ctx, struct kevo_module *m,
+                                    const struct kevo_call *calls, int n_calls,
+                                    struct kevo_buf *err)
+{
+    struct cuda_ctx *c = ctx;
+    struct prepared *p = NULL;
+    enum kevo_status st = bind(c, err);
+
+    if (!st)
+        st = prepare(c, m, calls, n_calls, &p, err);
+    for (int i = 0; !st && i < n_calls; i++)
+        st = enqueue(c, &p[i], err);
+    kevo_free(p);
+    return st;
+}
+
+static enum kevo_status cuda_sync(void *ctx, struct kevo_buf *err)
+{
+    return drain(ctx, err);
+}
+
+/* ---- timing ---- */
+
+static volatile int *host_flags(struct cuda_ctx *c) { return (volatile int *)c->host_words; }
+
+static volatile uint64_t *host_stamps(struct cuda_ctx *c)
+{
+    return (volatile uint64_t *)((char *)c->host_words + HOST_TS_OFFSET);
+}
+
+/* The harness launches of one sample: the blocker and the two clock stamps. */
+static enum kevo_status prepare_harness(struct cuda_ctx *c, struct prepared h[3],
+                                        struct kevo_buf *err)
+{
+    const uint64_t w = (uint64_t)c->dev_words;
+    const uint32_t stamp_blocks = (uint32_t)(4 * c->info.n_sms < c->max_grid[0]
+                                                 ? 4 * c->info.n_sms : c->max_grid[0]);
+    struct kevo_call calls[3] = {
+        {.entry = 0, .grid = {1, 1, 1}, .block = {1, 1, 1}, .n_args = 3,
+         .args = {{.kind = KEVO_VAL_PTR, .ptr = w + 4 * HOST_FLAG_RELEASE},
+                  {.kind = KEVO_VAL_PTR, .ptr = w + 4 * HOST_FLAG_TIMEOUT},
+                  {.kind = KEVO_VAL_INT, .dtype = KEVO_I64, .i = (int64_t)BLOCK_TIMEOUT_NS}}},
+        {.entry = 1, .grid = {stamp_blocks, 1, 1}, .block = {32, 1, 1}, .n_args = 1,
+         .args = {{.kind = KEVO_VAL_PTR, .ptr = w + HOST_TS_OFFSET}}},
+        {.entry = 1, .grid = {stamp_blocks, 1, 1}, .block = {32, 1, 1}, .n_args = 1,
+         .args = {{.kind = KEVO_VAL_PTR, .ptr = w + HOST_TS_OFFSET + 16}}},
+    };
+    enum kevo_status st = KEVO_OK;
+
+    for (int i = 0; i < 3 && !st; i++)
+        st = prepare_one(c, c->harness, &calls[i], i, &h[i], err);
+    return st;
+}
+
+/* Before the timed region: persisting-L2 lines dropped, then (cold) the flush buffer
+ * written so nothing the candidate reads is left in L2. */
+static enum kevo_status begin_sample(struct cuda_ctx *c, int flush, struct kevo_buf *err)
+{
+    const struct kevo_cudrv *d = c->d;
+    CUresult r = d->cuCtxResetPersistingL2Cache();
+
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_UNSUPPORTED_LIMIT)
+        return note(c, KEVO_CU(d, err, r));
+    if (!flush)
+        return KEVO_OK;
+    return note(c, KEVO_CU(d, err, d->cuMemsetD32Async(c->flush, 0, c->flush_bytes / 4,
+                                                        c->stream)));
+}
+
+static void release(struct cuda_ctx *c)
+{
+    __atomic_store_n(&host_flags(c)[HOST_FLAG_RELEASE], 1, __ATOMIC_SEQ_CST);
+}
+
+/* The plan `batch` times between the events; the blocker holds the GPU until QUEUE_CAP
+ * launches are queued (or all of them are). */
+static enum kevo_status timed_region(struct cuda_ctx *c, const struct prepared *p, int n_calls,
+                                     int batch, const struct prepared h[3], int *released,
+                                     struct kevo_buf *err)
+{
+    const struct kevo_cudrv *d = c->d;
+    enum kevo_status st = enqueue(c, &h[1], err);
+    long queued = 0;
+
+    if (!st)
+        st = note(c, KEVO_CU(d, err, d->cuEventRecord(c->ev0, c->stream)));
+    for (int b = 0; b < batch && !st; b++) {
+        for (int i = 0; i < n_calls && !st; i++) {
+            if (!*released && queued == QUEUE_CAP) {
+                release(c);
+                *released = 1;
+            }
+            st = enqueue(c, &p[i], err);
+            queued++;
+        }
+    }
+    if (!st)
+        st = note(c, KEVO_CU(d, err, d->cuEventRecord(c->ev1, c->stream)));
+    if (!st)
+        st = enqueue(c, &h[2], err);
+    return st;
+}
+
+/* Seconds between the events, and the SM clock from the two stamps (0 if unknown). */
+static enum kevo_status read_sample(struct cuda_ctx *c, struct kevo_sample *out,
+                                    struct kevo_buf *err)
+{
+    volatile uint64_t *ts = host_stamps(c);
+    float ms = 0;
+    enum kevo_status st = KEVO_CU(c->d, err, c->d->cuEventElapsedTime(&ms, c->ev0, c->ev1));
+
+    if (st)
+        return note(c, st);
+    out->seconds = ms / 1e3;
+    if (ts[0] && ts[2] > ts[0] && ts[3] > ts[1])
+        out->sm_clock_mhz = (double)(ts[3] - ts[1]) / (double)(ts[2] - ts[0]) * 1e3;
+    if (host_flags(c)[HOST_FLAG_TIMEOUT])
+        KEVO_WARN("cuda: the blocking kernel timed out before the sample was queued; "
+                  "this sample includes host launch gaps");
+    return KEVO_OK;
+}
+
+static enum kevo_status cuda_time(void *ctx, struct kevo_module *m,
+                                  const struct kevo_call *calls, int n_calls, int batch,
+                                  int flush, struct kevo_sample *out, struct kevo_buf *err)
+{
+    struct cuda_ctx *c = ctx;
+    struct prepared *p = NULL;
+    struct prepared h[3];
+    int blocked = 0, released = 0;
+    enum kevo_status st;
+
+    memset(out, 0, sizeof *out);
+    if (batch < 1) {
+        msgf(err, "time: batch must be >= 1 (got %d)", batch);
+        return KEVO_ERR_INVALID;
+    }
+    st = drain(c, err);   /* the blocker must not wait behind earlier work */
+    if (!st)
+        st = prepare(c, m, calls, n_calls, &p, err);
+    if (!st)
+        st = prepare_harness(c, h, err);
+    if (st)
+        goto out;
+    memset(c->host_words, 0, HOST_WORDS_BYTES);
+    st = begin_sample(c, flush, err);
+    if (!st)
+        st = enqueue(c, &h[0], err);
+    if (st)
+        goto out;
+    blocked = 1;
+    st = timed_region(c, p, n_calls, batch, h, &released, err);
+out:
+    if (blocked) {
+        if (!released)
+            release(c);
+        enum kevo_status st2 = drain(c, st ? NULL : err);   /* keep the first message */
+        if (!st)
+            st = st2;
+    }
+    if (!st)
+        st = read_sample(c, out, err);
+    kevo_free(p);
+    return st;
+}
+
+/* ---- open and close ---- */
+
+/* Free everything; every step tolerates a half-opened backend and a lost context. */
+static void cuda_destroy(void *ctx)
+{
+    struct cuda_ctx *c = ctx;
+
+    if (!c)
+        return;
+    if (c->ctx) {
+        const struct kevo_cudrv *d = c->d;
+        int live = d->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS;
+        if (live && c->stream && !c->lost)
+            (void)d->cuStreamSynchronize(c->stream);
+        module_free(c, c->harness);
+        if (live && c->flush)
+            (void)d->cuMemFree(c->flush);
+        if (live && c->host_words)
+            (void)d->cuMemFreeHost(c->host_words);
+        if (live && c->ev0)
+            (void)d->cuEventDestroy(c->ev0);
+        if (live && c->ev1)
+            (void)d->cuEventDestroy(c->ev1);
+        if (live && c->stream)
+            (void)d->cuStreamDestroy(c->stream);
+        (void)d->cuDevicePrimaryCtxRelease(c->dev);
+    }
+    kevo_buf_free(&c->msg);
+    kevo_free(c);
+}
+
+/* Context limits: a small device heap and printf FIFO (candidates get no big hidden
+ * allocations), and no persisting-L2 carve-out (no line survives the flush). */
+static enum kevo_status set_limits(struct cuda_ctx *c, struct kevo_buf *err)
+{
+    const struct kevo_cudrv *d = c->d;
+    CUresult r;
+
+    if (KEVO_CU(d, err, d->cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, MALLOC_HEAP_BYTES)) ||
+        KEVO_CU(d, err, d->cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, PRINTF_FIFO_BYTES)))
+        return KEVO_ERR_CUDA;
+    r = d->cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_UNSUPPORTED_LIMIT && r != CUDA_ERROR_NOT_SUPPORTED)
+        return KEVO_CU(d, err, r);
+    return KEVO_OK;
+}
+
+/* The harness's own resources: stream, flush buffer, host-mapped words, events, and the
+ * compiled kernels/harness.cu. */
+static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
+{
+    static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp"};
+    const struct kevo_cudrv *d = c->d;
+    const struct kevo_compile_req req = {
+        .path = "kernels/harness.cu", .source = kevo_kernel_harness_cu,
+        .source_len = sizeof kevo_kernel_harness_cu - 1, .n_entries = 2, .entries = entries};
+    enum kevo_status st;
+    void *cubin = NULL;
+    size_t size = 0;
+
+    c->flush_bytes = c->info.l2_bytes > 0 ? 2 * (size_t)c->info.l2_bytes : (size_t)256 << 20;
+    if (KEVO_CU(d, err, d->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) ||
+        KEVO_CU(d, err, d->cuMemAlloc(&c->flush, c->flush_bytes)) ||
+        KEVO_CU(d, err, d->cuMemHostAlloc(&c->host_words, HOST_WORDS_BYTES,
+                                          CU_MEMHOSTALLOC_DEVICEMAP)) ||
+        KEVO_CU(d, err, d->cuMemHostGetDevicePointer(&c->dev_words, c->host_words, 0)) ||
+        KEVO_CU(d, err, d->cuEventCreate(&c->ev0, CU_EVENT_DEFAULT)) ||
+        KEVO_CU(d, err, d->cuEventCreate(&c->ev1, CU_EVENT_DEFAULT)))
+        return KEVO_ERR_CUDA;
+    memset(c->host_words, 0, HOST_WORDS_BYTES);
+    st = kevo_rtc_compile(&req, c->info.arch, &cubin, &size, err, NULL);
+    if (!st)
+        st = module_load(c, cubin, 2, entries, &c->harness, err);
+    kevo_free(cubin);
+    if (st)
+        msgf(err, "\ncuda: the timing harness (kernels/harness.cu) did not build for %s",
+             c->info.arch);
+    return st;
+}
+
+static const struct kevo_backend_ops cuda_ops = {
+    .name = "cuda",
+    .info = cuda_info,
+    .compile = cuda_compile,
+    .func_info = cuda_func_info,
+    .occupancy = cuda_occupancy,
+    .module_free = cuda_module_free,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .fill32 = cuda_fill32,
+    .launch = cuda_launch,
+    .sync = cuda_sync,
+    .time = cuda_time,
+    .destroy = cuda_destroy,
+};
+
+/* Driver, device and primary context; KEVO_ERR_NODEV when there is no such device. */
+static enum kevo_status open_device(struct cuda_ctx *c, int device, struct kevo_buf *err)
+{
+    const struct kevo_cudrv *d = c->d;
+    enum kevo_status st;
+    int count = 0;
+
+    st = KEVO_CU(d, err, d->cuInit(0));
+    if (!st)
+        st = KEVO_CU(d, err, d->cuDeviceGetCount(&count));
+    if (st)
+        return st;
+    if (device < 0 || device >= count) {
+        msgf(err, "no CUDA device %d (%d present)", device, count);
+        return KEVO_ERR_NODEV;
+    }
+    st = KEVO_CU(d, err, d->cuDeviceGet(&c->dev, device));
+    if (!st)
+        st = KEVO_CU(d, err, d->cuDevicePrimaryCtxRetain(&c->ctx, c->dev));
+    if (!st)
+        st = KEVO_CU(d, err, d->cuCtxSetCurrent(c->ctx));
+    return st;
+}
+
+enum kevo_status kevo_backend_open_cuda(int device, struct kevo_backend *out, struct kevo_buf *err)
+{
+    enum kevo_status st;
+    struct cuda_ctx *c = NULL;
+
+    out->ops = NULL;
+    out->ctx = NULL;
+    c = kevo_calloc(1, sizeof *c);
+    if (!c)
+        return KEVO_ERR_NOMEM;
+    kevo_buf_init(&c->msg, 1u << 16);
+    st = kevo_cudrv_load(&c->d, err);
+    if (!st)
+        st = open_device(c, device, err);
+    if (!st)
+        st = query_device(c, err);
+    if (!st)
+        st = set_limits(c, err);
+    if (!st)
+        st = harness_init(c, err);
+    if (st) {
+        cuda_destroy(c);
+        return st;
+    }
+    out->ops = &cuda_ops;
+    out->ctx = c;
+    return KEVO_OK;
+}
