@@ -14,8 +14,6 @@
  * Thread-safety: kevo_sol_calibrate uses the backend, which is single-threaded; the
  * figure functions are pure.
  */
-/* sol.h's opening comment holds a glob with a slash-star, which -Wcomment rejects under -Werror;
- * silenced here until the header is fixed. */
 #include "sol.h"
 #include "log.h"
 #include "mem.h"

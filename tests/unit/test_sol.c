@@ -13,8 +13,6 @@
 #include "backend.h"
 #include "log.h"
 #include "mem.h"
-/* sol.h's opening comment holds a glob with a slash-star, which -Wcomment rejects under -Werror;
- * silenced here until the header is fixed. */
 #include "sol.h"
 
 #include <dirent.h>
