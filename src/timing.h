@@ -1,0 +1,77 @@
+/*
+ * timing - the statistics and the adaptive sampling loop of the timing protocol
+ * (../shared/design/HARNESS.md "Timing", ../shared/reference/timing.md §1.8).
+ *
+ * The loop knows nothing about devices: it calls a sample function per sample (one timed
+ * batch of one "arm", i.e. the candidate or the reference) and decides when to stop. With
+ * two arms the samples are interleaved A/B/A/B so clock and thermal drift hit both alike.
+ * Stop rule: every arm has >= min_samples and relative noise (p75-p25)/median <= max_noise;
+ * or the wall-clock cap or max_samples is reached first (then `capped`).
+ *
+ * Quantiles interpolate linearly between order statistics (Hyndman-Fan type 7, as numpy's
+ * default): q-quantile of sorted x[0..n-1] = x[k] + f*(x[k+1]-x[k]) with k+f = q*(n-1).
+ * Thread-safe: no state beyond the caller's.
+ */
+#ifndef KEVO_TIMING_H
+#define KEVO_TIMING_H
+
+#include "kevo.h"
+
+#define KEVO_TIMING_MAX_ARMS 2
+
+struct kevo_stats {
+    int count;
+    double median, min, max, mean;
+    double p20, p25, p75, p80;
+    double noise;                 /* (p75 - p25) / median; INFINITY if median is 0 and the
+                                     IQR is not */
+};
+
+/* q in [0,1] of n sorted values (n >= 1). */
+double kevo_timing_quantile(const double *sorted, int n, double q);
+/* Statistics of n values (any order; x is not modified). n == 0 gives zeros. */
+KEVO_NODISCARD enum kevo_status kevo_timing_stats(const double *x, int n, struct kevo_stats *out);
+
+struct kevo_timing_cfg {
+    int n_arms;                   /* 1, or 2 for interleaved candidate/reference */
+    int min_samples;              /* default 10 */
+    int max_samples;              /* per arm; default 2000 */
+    double max_noise;             /* default 0.01 */
+    double cap_s;                 /* wall-clock cap of the whole loop; default 2 s per arm */
+    double (*now)(void *user);    /* seconds; NULL = CLOCK_MONOTONIC (tests inject a clock) */
+    void *now_user;
+};
+void kevo_timing_cfg_default(struct kevo_timing_cfg *c);
+
+/*
+ * Take sample i of arm `arm`: *out_seconds is the time of one call (the batch time divided
+ * by the batch length), *out_clock_mhz the SM clock seen (0 if unknown). A non-OK status
+ * stops the loop and is returned as it is.
+ */
+typedef enum kevo_status (*kevo_timing_sample_fn)(void *user, int arm, int i,
+                                                  double *out_seconds, double *out_clock_mhz);
+
+struct kevo_timing_result {
+    struct kevo_stats arm[KEVO_TIMING_MAX_ARMS];
+    double sm_clock_mhz[KEVO_TIMING_MAX_ARMS];  /* median of the non-zero clocks, else 0 */
+    int capped;                   /* stopped by the cap or max_samples, not by the rule */
+    double elapsed_s;
+};
+
+KEVO_NODISCARD enum kevo_status kevo_timing_run(const struct kevo_timing_cfg *cfg,
+                                                kevo_timing_sample_fn fn, void *user,
+                                                struct kevo_timing_result *out);
+
+/* 1 when the stop rule holds for these statistics. */
+int kevo_timing_converged(const struct kevo_stats *s, const struct kevo_timing_cfg *cfg);
+
+/*
+ * Batch length for a kernel whose single call takes est_s: 1 at >= 10 us; below, enough
+ * calls that a batch lasts >= 100 us (at most 10000). est_s <= 0 gives 1.
+ */
+int kevo_timing_pick_batch(double est_s);
+
+/* CLOCK_MONOTONIC in seconds. */
+double kevo_timing_now(void);
+
+#endif

@@ -1,0 +1,413 @@
+/*
+ * verify - correctness-protocol building blocks (verify.h): seeds, the counter-based input
+ * generator, poison/canary patterns, guard checks, tolerance comparison, unwritten,
+ * nondeterminism and degenerate checks. No state, no device: eval.c drives these.
+ */
+#include "verify.h"
+#include "dtype_conv.h"
+#include "expr.h"
+#include "mem.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define GOLDEN 0x9E3779B97F4A7C15ull
+
+/* ---- seeds and random numbers ---- */
+
+uint64_t kevo_verify_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t kevo_verify_derive(uint64_t seed, uint64_t a, uint64_t b)
+{
+    /* Chain the mixes so (a, b) and (b, a) give unrelated seeds. */
+    uint64_t h = kevo_verify_mix64(seed + GOLDEN);
+    h = kevo_verify_mix64(h ^ (a + 1) * GOLDEN);
+    return kevo_verify_mix64(h ^ (b + 1) * 0xD1B54A32D192ED03ull);
+}
+
+/* The key of one stream: a splitmix64 state from which draws are taken by counter. */
+static uint64_t stream_key(uint64_t seed, uint64_t stream)
+{
+    return kevo_verify_mix64(seed ^ kevo_verify_mix64(stream + GOLDEN));
+}
+
+/* splitmix64's i-th output from state key, without walking the sequence. */
+static uint64_t key_draw(uint64_t key, uint64_t i)
+{
+    return kevo_verify_mix64(key + (i + 1) * GOLDEN);
+}
+static double to01(uint64_t u) { return (double)(u >> 11) * 0x1.0p-53; }
+
+uint64_t kevo_verify_draw(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    return key_draw(stream_key(seed, stream), i);
+}
+
+double kevo_verify_uniform01(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    return to01(kevo_verify_draw(seed, stream, i));
+}
+
+/* Box-Muller on the pair (2k, 2k+1): returns the cos (even) and sin (odd) normals. */
+static void key_normal_pair(uint64_t key, uint64_t k, double *z0, double *z1)
+{
+    double u1 = to01(key_draw(key, 2 * k));
+    double u2 = to01(key_draw(key, 2 * k + 1));
+    double r = sqrt(-2.0 * log(1.0 - u1));   /* 1 - u1 in (0, 1]: log is finite */
+    double th = 2.0 * M_PI * u2;
+    *z0 = r * cos(th);
+    *z1 = r * sin(th);
+}
+
+double kevo_verify_normal(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    double z0, z1;
+    key_normal_pair(stream_key(seed, stream), i / 2, &z0, &z1);
+    return (i & 1) ? z1 : z0;
+}
+
+/* ---- INIT ---- */
+
+static enum kevo_status gen_err(char **out_msg, const struct kevo_tensor_decl *t,
+                                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static enum kevo_status gen_err(char **out_msg, const struct kevo_tensor_decl *t,
+                                const char *fmt, ...)
+{
+    char what[256], msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(msg, sizeof msg, "line %d: input %s: %s", t->line, t->name, what);
+    if (out_msg)
+        *out_msg = kevo_strdup(msg);
+    return KEVO_ERR_INVALID;
+}
+
+static enum kevo_status gen_float_args(const struct kevo_tensor_decl *t, struct kevo_gen *g,
+                                       char **out_msg)
+{
+    if (!t->init_a || !t->init_b || kevo_expr_parse_double(t->init_a, &g->a) != 0 ||
+        kevo_expr_parse_double(t->init_b, &g->b) != 0)
+        return gen_err(out_msg, t, "INIT arguments must be float literals");
+    if (!isfinite(g->a) || !isfinite(g->b))
+        return gen_err(out_msg, t, "INIT arguments must be finite");
+    if (g->kind == KEVO_INIT_NORMAL && g->b < 0)
+        return gen_err(out_msg, t, "normal(MEAN,STD) needs STD >= 0, got %g", g->b);
+    if (g->kind == KEVO_INIT_UNIFORM && g->a > g->b)
+        return gen_err(out_msg, t, "uniform(LO,HI) needs LO <= HI, got %g > %g", g->a, g->b);
+    return KEVO_OK;
+}
+
+static enum kevo_status gen_int_args(const struct kevo_tensor_decl *t, const struct kevo_env *env,
+                                     struct kevo_gen *g, char **out_msg)
+{
+    enum kevo_status st;
+    char *emsg = NULL;
+
+    if (!t->init_a || !t->init_b)
+        return gen_err(out_msg, t, "randint needs two bounds");
+    st = kevo_env_eval(env, t->init_a, &g->lo, &emsg);
+    if (!st)
+        st = kevo_env_eval(env, t->init_b, &g->hi, &emsg);
+    if (st) {
+        (void)gen_err(out_msg, t, "randint bound: %s", emsg ? emsg : kevo_status_name(st));
+        kevo_free(emsg);
+        return st;
+    }
+    if (g->hi <= g->lo)
+        return gen_err(out_msg, t, "randint(LO,HI) is empty: LO=%lld HI=%lld (HI is exclusive)",
+                       (long long)g->lo, (long long)g->hi);
+    return KEVO_OK;
+}
+
+enum kevo_status kevo_verify_gen_spec(const struct kevo_tensor_decl *t, const struct kevo_env *env,
+                                      struct kevo_gen *out, char **out_msg)
+{
+    memset(out, 0, sizeof *out);
+    if (out_msg)
+        *out_msg = NULL;
+    out->kind = t->init;
+    out->dtype = t->dtype;
+    switch (t->init) {
+    case KEVO_INIT_NORMAL:
+    case KEVO_INIT_UNIFORM:
+        return gen_float_args(t, out, out_msg);
+    case KEVO_INIT_RANDINT:
+        return gen_int_args(t, env, out, out_msg);
+    default:
+        break;
+    }
+    /* No INIT: a default that gives every element a different-looking value. */
+    if (kevo_dtype_is_float(t->dtype)) {
+        out->kind = KEVO_INIT_NORMAL;
+        out->a = 0.0;
+        out->b = 1.0;
+    } else {
+        out->kind = KEVO_INIT_RANDINT;
+        out->lo = 0;
+        out->hi = t->dtype == KEVO_BOOL ? 2 : 100;
+    }
+    return KEVO_OK;
+}
+
+static void gen_normal(const struct kevo_gen *g, uint64_t key, void *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 2) {
+        double z0, z1;
+        key_normal_pair(key, (uint64_t)i / 2, &z0, &z1);
+        kevo_dt_store(g->dtype, dst, i, g->a + g->b * z0);
+        if (i + 1 < n)
+            kevo_dt_store(g->dtype, dst, i + 1, g->a + g->b * z1);
+    }
+}
+
+void kevo_verify_generate(const struct kevo_gen *g, uint64_t seed, uint64_t stream, void *dst,
+                          int64_t n)
+{
+    uint64_t key = stream_key(seed, stream);
+
+    if (g->kind == KEVO_INIT_NORMAL) {
+        gen_normal(g, key, dst, n);
+    } else if (g->kind == KEVO_INIT_UNIFORM) {
+        for (int64_t i = 0; i < n; i++)
+            kevo_dt_store(g->dtype, dst, i, g->a + (g->b - g->a) * to01(key_draw(key, i)));
+    } else {
+        /* Lemire's multiply-shift maps a 64-bit draw onto [0, range) without a division;
+         * the bias (range / 2^64) is far below anything a test could see. */
+        uint64_t range = (uint64_t)g->hi - (uint64_t)g->lo;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t off = (uint64_t)(((unsigned __int128)key_draw(key, i) * range) >> 64);
+            kevo_dt_store_int(g->dtype, dst, i, (int64_t)((uint64_t)g->lo + off));
+        }
+    }
+}
+
+/* ---- poison and canaries ---- */
+
+/* Element patterns, replicated to 4 bytes by kevo_verify_poison. Float NaN payloads are
+ * signalling-style (quiet bit clear where the format has one) so no arithmetic result or
+ * canonical NaN (0x7FC00000, 0x7FFFFFFF, 0x7E00, ...) can equal them. */
+static const uint32_t poison_a[KEVO_DTYPE_COUNT] = {
+    [KEVO_F64] = 0x7FF4DEADu, [KEVO_F32] = 0x7FA5A5A5u, [KEVO_F16] = 0x7D5Au,
+    [KEVO_BF16] = 0x7FA5u, [KEVO_FP8E4M3] = 0x7Fu, [KEVO_FP8E5M2] = 0x7Du,
+    [KEVO_I64] = 0x5A5A5A5Bu, [KEVO_I32] = 0x5A5A5A5Bu, [KEVO_I16] = 0x5A5Bu,
+    [KEVO_I8] = 0x5Bu, [KEVO_U8] = 0x5Bu, [KEVO_BOOL] = 0x5Bu,
+};
+static const uint32_t poison_b[KEVO_DTYPE_COUNT] = {
+    [KEVO_F64] = 0xFFF1BEEFu, [KEVO_F32] = 0xFF9C3C3Du, [KEVO_F16] = 0xFCA5u,
+    [KEVO_BF16] = 0xFF9Au, [KEVO_FP8E4M3] = 0xFFu, [KEVO_FP8E5M2] = 0xFEu,
+    [KEVO_I64] = 0xC3C3C3C5u, [KEVO_I32] = 0xC3C3C3C5u, [KEVO_I16] = 0xC3C5u,
+    [KEVO_I8] = 0xC5u, [KEVO_U8] = 0xC5u, [KEVO_BOOL] = 0xC5u,
+};
+
+uint32_t kevo_verify_poison(enum kevo_dtype dt, int which)
+{
+    uint32_t e;
+    size_t sz;
+
+    if ((unsigned)dt >= KEVO_DTYPE_COUNT)
+        dt = KEVO_U8;
+    e = which ? poison_b[dt] : poison_a[dt];
+    sz = kevo_dtype_size(dt);
+    if (sz == 1)
+        return e * 0x01010101u;
+    if (sz == 2)
+        return e | (e << 16);
+    return e;   /* 4 bytes; 8-byte elements repeat it twice (still a NaN for f64) */
+}
+
+/* The bits one element holds after a fill with kevo_verify_poison(dt, which). */
+static uint64_t poison_elem(enum kevo_dtype dt, int which)
+{
+    uint32_t p = kevo_verify_poison(dt, which);
+    switch (kevo_dtype_size(dt)) {
+    case 1: return p & 0xFFu;
+    case 2: return p & 0xFFFFu;
+    case 4: return p;
+    default: return ((uint64_t)p << 32) | p;
+    }
+}
+
+uint32_t kevo_verify_canary(uint64_t seed)
+{
+    /* Secret like the seed, so a kernel cannot restore a guard it overwrote. */
+    return (uint32_t)kevo_verify_mix64(seed ^ 0xCA4A21E5C0FFEEull);
+}
+
+int64_t kevo_verify_guard_check(const void *g, size_t n, size_t phase, uint32_t pattern)
+{
+    const unsigned char *b = g;
+    for (size_t j = 0; j < n; j++) {
+        unsigned char want = (unsigned char)(pattern >> (8 * ((phase + j) & 3)));
+        if (b[j] != want)
+            return (int64_t)j;
+    }
+    return -1;
+}
+
+/* ---- comparison ---- */
+
+static void cmp_int(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
+                    struct kevo_cmp *r)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t o = kevo_dt_load_int(dt, out, i), w = kevo_dt_load_int(dt, ref, i);
+        double d = fabs((double)o - (double)w);
+        if (d > r->max_abs || r->worst < 0) {
+            r->max_abs = d;
+            r->worst = i;
+        }
+        if (o != w) {
+            if (r->first_bad < 0)
+                r->first_bad = i;
+            r->n_bad++;
+            if (w != 0 && d / fabs((double)w) > r->max_rel)
+                r->max_rel = d / fabs((double)w);
+        }
+    }
+}
+
+/* One float pair: 1 if it fails the elementwise rule. Accumulates the L2 sums. */
+static int cmp_float_one(double o, double w, double rtol, double atol, double *sum_d2,
+                         double *sum_w2)
+{
+    if (isnan(w))
+        return !isnan(o);                    /* NaN expected: only NaN matches */
+    if (isinf(w))
+        return o != w;                       /* Inf expected: the same Inf */
+    if (!isfinite(o))
+        return 1;                            /* non-finite where finite expected */
+    double d = o - w;
+    *sum_d2 += d * d;
+    *sum_w2 += w * w;
+    return !(fabs(d) <= atol + rtol * fabs(w));
+}
+
+static void cmp_float(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
+                      double rtol, double atol, struct kevo_cmp *r)
+{
+    double sum_d2 = 0.0, sum_w2 = 0.0;
+
+    for (int64_t i = 0; i < n; i++) {
+        double o = kevo_dt_load(dt, out, i), w = kevo_dt_load(dt, ref, i);
+        if (cmp_float_one(o, w, rtol, atol, &sum_d2, &sum_w2)) {
+            if (r->first_bad < 0)
+                r->first_bad = i;
+            r->n_bad++;
+        }
+        if (isfinite(o) && isfinite(w)) {
+            double d = fabs(o - w);
+            if (d > r->max_abs || r->worst < 0) {
+                r->max_abs = d;
+                r->worst = i;
+            }
+            if (w != 0.0 && d / fabs(w) > r->max_rel)
+                r->max_rel = d / fabs(w);
+        }
+    }
+    r->ref_norm = sqrt(sum_w2);
+    r->rel_l2 = r->ref_norm > 0 ? sqrt(sum_d2) / r->ref_norm : sqrt(sum_d2);
+    r->l2_fail = r->ref_norm > 0 && !(r->rel_l2 <= rtol);
+}
+
+void kevo_verify_compare(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
+                         double rtol, double atol, struct kevo_cmp *res)
+{
+    memset(res, 0, sizeof *res);
+    res->n = n;
+    res->first_bad = -1;
+    res->worst = -1;
+    if (kevo_dtype_is_float(dt))
+        cmp_float(dt, out, ref, n, rtol, atol, res);
+    else
+        cmp_int(dt, out, ref, n, res);
+    int64_t at = res->first_bad >= 0 ? res->first_bad : res->worst;
+    if (at >= 0) {
+        res->got = kevo_dt_load(dt, out, at);
+        res->want = kevo_dt_load(dt, ref, at);
+    }
+    res->pass = res->n_bad == 0 && !res->l2_fail;
+}
+
+int64_t kevo_verify_unwritten(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
+                              int which, int64_t *first)
+{
+    uint64_t pe = poison_elem(dt, which);
+    int64_t count = 0;
+
+    *first = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (kevo_dt_bits(dt, out, i) == pe && kevo_dt_bits(dt, ref, i) != pe) {
+            if (*first < 0)
+                *first = i;
+            count++;
+        }
+    }
+    return count;
+}
+
+int64_t kevo_verify_first_diff(enum kevo_dtype dt, const void *a, const void *b, int64_t n)
+{
+    size_t esz = kevo_dtype_size(dt);
+    if (memcmp(a, b, (size_t)n * esz) == 0)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (kevo_dt_bits(dt, a, i) != kevo_dt_bits(dt, b, i))
+            return i;
+    }
+    return -1;
+}
+
+int kevo_verify_degenerate(enum kevo_dtype dt, const void *out, const void *ref, int64_t n)
+{
+    double lo = INFINITY, hi = -INFINITY, amax = 0.0;
+    double v0;
+
+    if (n <= 4)
+        return 0;
+    v0 = kevo_dt_load(dt, out, 0);
+    for (int64_t i = 1; i < n; i++) {
+        if (!(kevo_dt_load(dt, out, i) == v0))
+            return 0;                          /* varies (or NaN: a mismatch anyway) */
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double w = kevo_dt_load(dt, ref, i);
+        if (!isfinite(w))
+            continue;
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
+        amax = fabs(w) > amax ? fabs(w) : amax;
+    }
+    return hi > lo && (hi - lo) > 1e-5 * amax;
+}
+
+void kevo_verify_unravel(int64_t idx, const int64_t *dims, int ndim, int64_t *out)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        int64_t n = dims[d] > 0 ? dims[d] : 1;
+        out[d] = idx % n;
+        idx /= n;
+    }
+}
+
+uint64_t kevo_verify_hash(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
