@@ -51,6 +51,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 # make test: every unit test program, then the CLI checks over the shipped tasks.
 test: deps-check $(KEVO) $(TBINS)
 	@set -e; for t in $(TBINS); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
+	$(KEVO) check tasks/ tests/exploits/tasks/
+	$(KEVO) check --task tasks/cpu/softmax_rows.c examples/softmax_rows_fast.c
+	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu
 	@echo "all tests passed"
 
 deps-check:
@@ -62,8 +65,15 @@ deps:
 run: deps $(KEVO)
 	tools/run-default.sh $(KEVO)
 
-gpu-test: $(KEVO)
+gpu-test: $(KEVO) $(TBINS)
 	tools/gpu-test.sh $(KEVO)
+
+# benchmarks (not tests): programs under bench/, driven by tools/bench-gpu.sh on a GPU
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+bench: $(KEVO) $(BENCHES)
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 clean:
 	rm -rf $(BUILD)

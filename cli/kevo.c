@@ -396,12 +396,17 @@ static int cmd_calibrate(int argc, char **argv)
         printf("device: %s (%s, %lld SMs)%s\n", str(d, "name", "?"), str(d, "arch", "?"),
                (long long)json_integer_value(json_object_get(d, "sms")),
                json_is_true(json_object_get(c, "cached")) ? " [cached]" : "");
-        json_object_foreach(bw, k, v) printf("  bandwidth %-22s %8.1f GB/s\n", k,
-                                             json_number_value(v) / 1e9);
+        json_object_foreach(bw, k, v) {
+            size_t kl = strlen(k);
+            if (kl > 12 && strcmp(k + kl - 12, "_bytes_per_s") == 0)
+                printf("  bandwidth %-6.*s %8.1f GB/s\n", (int)(kl - 12), k,
+                       json_number_value(v) / 1e9);
+        }
         json_object_foreach(pk, k, v) {
             if (json_is_object(v))
                 printf("  peak %-6s measured %8.2f TFLOP/s  spec %8.2f  used %8.2f\n", k,
-                       num(v, "measured") / 1e12, num(v, "spec") / 1e12, num(v, "used") / 1e12);
+                       num(v, "measured_flops_per_s") / 1e12, num(v, "spec_flops_per_s") / 1e12,
+                       num(v, "used_flops_per_s") / 1e12);
         }
         printf("  launch floor %.2f us\n", num(c, "launch_floor_s") * 1e6);
         json_decref(c);

@@ -6,6 +6,8 @@
  * merge their pairs with shuffles, then a second pass writes exp(x - max) / sum. The
  * second read of the row mostly hits L2, so DRAM sees close to one read and one write.
  */
+#define NEG_INF __int_as_float(0xff800000)   /* NVRTC has no math.h INFINITY */
+
 #ifndef THREADS
 #define THREADS 256
 #endif
@@ -13,7 +15,7 @@
 __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2)
 {
     float mn = fmaxf(m, m2);
-    if (mn == -INFINITY)
+    if (mn == NEG_INF)
         return;                         /* both empty */
     s = s * __expf(m - mn) + s2 * __expf(m2 - mn);
     m = mn;
@@ -25,7 +27,7 @@ softmax_fast(const float *__restrict__ x, float *__restrict__ y, int n)
     __shared__ float wm[32], ws[32];
     const float *row = x + (long long)blockIdx.x * n;
     float *out = y + (long long)blockIdx.x * n;
-    float m = -INFINITY, s = 0.f;
+    float m = NEG_INF, s = 0.f;
 
     for (int i = threadIdx.x; i < n; i += THREADS) {
         float v = row[i];
@@ -45,7 +47,7 @@ softmax_fast(const float *__restrict__ x, float *__restrict__ y, int n)
     }
     __syncthreads();
     if (warp == 0) {
-        m = lane < THREADS / 32 ? wm[lane] : -INFINITY;
+        m = lane < THREADS / 32 ? wm[lane] : NEG_INF;
         s = lane < THREADS / 32 ? ws[lane] : 0.f;
         for (int off = 16; off; off >>= 1)
             merge(m, s, __shfl_xor_sync(0xffffffffu, m, off),

@@ -4,6 +4,7 @@
  * nondeterminism and degenerate checks. No state, no device: eval.c drives these.
  */
 #include "verify.h"
+#include "par.h"
 #include "dtype_conv.h"
 #include "expr.h"
 #include "mem.h"
@@ -161,36 +162,46 @@ enum kevo_status kevo_verify_gen_spec(const struct kevo_tensor_decl *t, const st
     return KEVO_OK;
 }
 
-static void gen_normal(const struct kevo_gen *g, uint64_t key, void *dst, int64_t n)
+struct gen_job {
+    const struct kevo_gen *g;
+    uint64_t key;
+    void *dst;
+};
+
+/* Elements [lo, hi) of one input; lo is even so normal pairs never straddle chunks. */
+static void gen_chunk(void *ctx, int c, int64_t lo, int64_t hi)
 {
-    for (int64_t i = 0; i < n; i += 2) {
-        double z0, z1;
-        key_normal_pair(key, (uint64_t)i / 2, &z0, &z1);
-        kevo_dt_store(g->dtype, dst, i, g->a + g->b * z0);
-        if (i + 1 < n)
-            kevo_dt_store(g->dtype, dst, i + 1, g->a + g->b * z1);
+    const struct gen_job *j = ctx;
+    const struct kevo_gen *g = j->g;
+    (void)c;
+    if (g->kind == KEVO_INIT_NORMAL) {
+        for (int64_t i = lo; i < hi; i += 2) {
+            double z0, z1;
+            key_normal_pair(j->key, (uint64_t)i / 2, &z0, &z1);
+            kevo_dt_store(g->dtype, j->dst, i, g->a + g->b * z0);
+            if (i + 1 < hi)
+                kevo_dt_store(g->dtype, j->dst, i + 1, g->a + g->b * z1);
+        }
+    } else if (g->kind == KEVO_INIT_UNIFORM) {
+        for (int64_t i = lo; i < hi; i++)
+            kevo_dt_store(g->dtype, j->dst, i, g->a + (g->b - g->a) * to01(key_draw(j->key, i)));
+    } else {
+        /* Lemire's multiply-shift maps a 64-bit draw onto [0, range) without a division;
+         * the bias (range / 2^64) is far below anything a test could see. */
+        uint64_t range = (uint64_t)g->hi - (uint64_t)g->lo;
+        for (int64_t i = lo; i < hi; i++) {
+            uint64_t off = (uint64_t)(((unsigned __int128)key_draw(j->key, i) * range) >> 64);
+            kevo_dt_store_int(g->dtype, j->dst, i, (int64_t)((uint64_t)g->lo + off));
+        }
     }
 }
 
 void kevo_verify_generate(const struct kevo_gen *g, uint64_t seed, uint64_t stream, void *dst,
                           int64_t n)
 {
-    uint64_t key = stream_key(seed, stream);
-
-    if (g->kind == KEVO_INIT_NORMAL) {
-        gen_normal(g, key, dst, n);
-    } else if (g->kind == KEVO_INIT_UNIFORM) {
-        for (int64_t i = 0; i < n; i++)
-            kevo_dt_store(g->dtype, dst, i, g->a + (g->b - g->a) * to01(key_draw(key, i)));
-    } else {
-        /* Lemire's multiply-shift maps a 64-bit draw onto [0, range) without a division;
-         * the bias (range / 2^64) is far below anything a test could see. */
-        uint64_t range = (uint64_t)g->hi - (uint64_t)g->lo;
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t off = (uint64_t)(((unsigned __int128)key_draw(key, i) * range) >> 64);
-            kevo_dt_store_int(g->dtype, dst, i, (int64_t)((uint64_t)g->lo + off));
-        }
-    }
+    struct gen_job j = {g, stream_key(seed, stream), dst};
+    /* counter-based: element i depends only on (seed, stream, i), so chunks are independent */
+    kevo_par_for(n, 2, gen_chunk, &j);
 }
 
 /* ---- poison and canaries ---- */
@@ -258,11 +269,23 @@ int64_t kevo_verify_guard_check(const void *g, size_t n, size_t phase, uint32_t 
 
 /* ---- comparison ---- */
 
-static void cmp_int(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
-                    struct kevo_cmp *r)
+/* Partial result of one chunk; merged in chunk order so the outcome equals a serial scan. */
+struct cmp_part {
+    struct kevo_cmp r;
+    double sum_d2, sum_w2;
+};
+
+struct cmp_job {
+    enum kevo_dtype dt;
+    const void *out, *ref;
+    double rtol, atol;
+    struct cmp_part part[KEVO_PAR_MAX];
+};
+
+static void cmp_int(const struct cmp_job *j, int64_t lo, int64_t hi, struct kevo_cmp *r)
 {
-    for (int64_t i = 0; i < n; i++) {
-        int64_t o = kevo_dt_load_int(dt, out, i), w = kevo_dt_load_int(dt, ref, i);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t o = kevo_dt_load_int(j->dt, j->out, i), w = kevo_dt_load_int(j->dt, j->ref, i);
         double d = fabs((double)o - (double)w);
         if (d > r->max_abs || r->worst < 0) {
             r->max_abs = d;
@@ -294,14 +317,12 @@ static int cmp_float_one(double o, double w, double rtol, double atol, double *s
     return !(fabs(d) <= atol + rtol * fabs(w));
 }
 
-static void cmp_float(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
-                      double rtol, double atol, struct kevo_cmp *r)
+static void cmp_float(const struct cmp_job *j, int64_t lo, int64_t hi, struct cmp_part *p)
 {
-    double sum_d2 = 0.0, sum_w2 = 0.0;
-
-    for (int64_t i = 0; i < n; i++) {
-        double o = kevo_dt_load(dt, out, i), w = kevo_dt_load(dt, ref, i);
-        if (cmp_float_one(o, w, rtol, atol, &sum_d2, &sum_w2)) {
+    struct kevo_cmp *r = &p->r;
+    for (int64_t i = lo; i < hi; i++) {
+        double o = kevo_dt_load(j->dt, j->out, i), w = kevo_dt_load(j->dt, j->ref, i);
+        if (cmp_float_one(o, w, j->rtol, j->atol, &p->sum_d2, &p->sum_w2)) {
             if (r->first_bad < 0)
                 r->first_bad = i;
             r->n_bad++;
@@ -316,22 +337,54 @@ static void cmp_float(enum kevo_dtype dt, const void *out, const void *ref, int6
                 r->max_rel = d / fabs(w);
         }
     }
-    r->ref_norm = sqrt(sum_w2);
-    r->rel_l2 = r->ref_norm > 0 ? sqrt(sum_d2) / r->ref_norm : sqrt(sum_d2);
-    r->l2_fail = r->ref_norm > 0 && !(r->rel_l2 <= rtol);
+}
+
+static void cmp_chunk(void *ctx, int c, int64_t lo, int64_t hi)
+{
+    struct cmp_job *j = ctx;
+    struct cmp_part *p = &j->part[c];
+    memset(p, 0, sizeof *p);
+    p->r.first_bad = -1;
+    p->r.worst = -1;
+    if (kevo_dtype_is_float(j->dt))
+        cmp_float(j, lo, hi, p);
+    else
+        cmp_int(j, lo, hi, &p->r);
+}
+
+static void cmp_merge(struct kevo_cmp *res, const struct cmp_part *p, double *d2, double *w2)
+{
+    if (res->first_bad < 0)
+        res->first_bad = p->r.first_bad;
+    res->n_bad += p->r.n_bad;
+    if (p->r.worst >= 0 && (res->worst < 0 || p->r.max_abs > res->max_abs)) {
+        res->max_abs = p->r.max_abs;
+        res->worst = p->r.worst;
+    }
+    if (p->r.max_rel > res->max_rel)
+        res->max_rel = p->r.max_rel;
+    *d2 += p->sum_d2;
+    *w2 += p->sum_w2;
 }
 
 void kevo_verify_compare(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
                          double rtol, double atol, struct kevo_cmp *res)
 {
+    struct cmp_job j = {.dt = dt, .out = out, .ref = ref, .rtol = rtol, .atol = atol};
+    double sum_d2 = 0.0, sum_w2 = 0.0;
+
     memset(res, 0, sizeof *res);
     res->n = n;
     res->first_bad = -1;
     res->worst = -1;
-    if (kevo_dtype_is_float(dt))
-        cmp_float(dt, out, ref, n, rtol, atol, res);
-    else
-        cmp_int(dt, out, ref, n, res);
+    kevo_par_for(n, 1, cmp_chunk, &j);
+    for (int c = 0; c < kevo_par_chunks(n); c++)
+        cmp_merge(res, &j.part[c], &sum_d2, &sum_w2);
+    if (kevo_dtype_is_float(dt)) {
+        res->ref_norm = sqrt(sum_w2);
+        res->rel_l2 = res->ref_norm > 0 ? sqrt(sum_d2) / res->ref_norm : sqrt(sum_d2);
+        res->l2_fail = res->ref_norm > 0 && !(res->rel_l2 <= rtol);
+    }
     int64_t at = res->first_bad >= 0 ? res->first_bad : res->worst;
     if (at >= 0) {
         res->got = kevo_dt_load(dt, out, at);

@@ -8,8 +8,8 @@
  * and swallows the one a closed pipe raises, so it is safe in any process and thread.
  *
  * The worker (kevo_worker_main) is one single-threaded process per device: it reads a
- * request, answers it, reads the next. It owns the device backend, opened lazily at the
- * first request that needs one and kept (context, module cache, buffers) across requests.
+ * request, answers it, reads the next. It owns the device backend, opened at start (before
+ * any request is in memory) and kept (context, module cache, buffers) across requests.
  * Its stdout is /dev/null, so nothing a candidate or a device library prints can reach the
  * protocol; stderr carries its log. A sticky device fault is answered and then ends the
  * process with KEVO_WORKER_EXIT_DEVICE; the pool starts a fresh one.
@@ -478,7 +478,7 @@ static void msgf(struct op_out *o, const char *fmt, ...)
     (void)st;   /* a message cut at the cap is still useful */
 }
 
-/* The backend, opened at the first request that needs it (opening CUDA takes seconds). */
+/* The backend: opened at start (worker_open_early), or at the first request needing it. */
 static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
                                        struct kevo_backend **out)
 {
@@ -504,6 +504,24 @@ static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
 out:
     kevo_buf_free(&err);
     return st;
+}
+
+/*
+ * Open the backend before the first request arrives: the CPU backend forks its spawner at
+ * open, and a fork made while a request is in memory would carry that request (its secret
+ * seed) into every runner. A failure here is retried, and reported, at the first request
+ * that needs the backend.
+ */
+static void worker_open_early(struct worker *w)
+{
+    struct op_out o;
+    struct kevo_backend *b = NULL;
+
+    memset(&o, 0, sizeof o);
+    kevo_buf_init(&o.msg, 64u << 10);
+    if (worker_backend(w, &o, &b) != KEVO_OK)
+        KEVO_DEBUG("backend not opened at start: %s", kevo_buf_str(&o.msg));
+    kevo_buf_free(&o.msg);
 }
 
 static enum kevo_status op_ping(struct worker *w, json_t *req, struct op_out *o)
@@ -930,8 +948,9 @@ int kevo_worker_main(int argc, char **argv)
     int rc;
 
     memset(&w, 0, sizeof w);
-    kevo_log_set(worker_logger, NULL, getenv("KEVO_WORKER_DEBUG") ? KEVO_LOG_DEBUG
-                                                                   : KEVO_LOG_INFO);
+    kevo_log_set(worker_logger, NULL,
+                 getenv("KEVO_WORKER_DEBUG") || getenv("KEVO_VERBOSE") ? KEVO_LOG_DEBUG
+                                                                       : KEVO_LOG_WARN);
     if (parse_args(argc, argv, &w))
         return WORKER_EXIT_USAGE;
     if (worker_setup(&w))
@@ -940,6 +959,7 @@ int kevo_worker_main(int argc, char **argv)
         KEVO_INFO("controller already gone: exiting");
         return 0;
     }
+    worker_open_early(&w);
     KEVO_DEBUG("serving the %s backend, device %d", w.backend, w.device);
     rc = worker_serve(&w);
     /* After a device fault the context is poisoned; teardown could hang, exit does it. */
