@@ -232,8 +232,11 @@ static void print_workload(json_t *w, int with_speedup)
                json_integer_value(json_object_get(t, "batch")) > 1 ? ", batched" : "");
         printf("  %.1f GB/s  %.2f TFLOP/s  %.1f%% of SOL", num(w, "gbps"), num(w, "tflops"),
                100 * num(w, "sol_fraction"));
-        if (with_speedup && num(w, "speedup") > 0)
-            printf("  %.2fx vs ref", num(w, "speedup"));
+        json_t *rt = json_object_get(w, "ref_time");
+        if (with_speedup && num(w, "speedup") > 0) {
+            fmt_time(med, sizeof med, num(rt, "median_s"));
+            printf("  %.2fx vs ref (%s)", num(w, "speedup"), med);
+        }
     }
     printf("\n");
     if (strcmp(str(w, "verdict", "ok"), "ok") != 0)

@@ -188,9 +188,11 @@ static enum kevo_status recheck(struct tctx *c)
 static json_t *time_json(const struct kevo_stats *s, const struct kevo_timing_result *r, int arm,
                          const struct tctx *c)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:i, s:o, s:i, s:i}", "median_s",
-                     kevo_eval_jnum(s->median), "min_s", kevo_eval_jnum(s->min), "p20_s",
-                     kevo_eval_jnum(s->p20), "p80_s", kevo_eval_jnum(s->p80), "noise",
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:i, s:o, s:i, s:i}",
+                     "median_s", kevo_eval_jnum(s->median), "min_s", kevo_eval_jnum(s->min),
+                     "p20_s", kevo_eval_jnum(s->p20), "p80_s", kevo_eval_jnum(s->p80),
+                     "median_ci95_lo_s", kevo_eval_jnum(s->ci_lo), "median_ci95_hi_s",
+                     kevo_eval_jnum(s->ci_hi), "noise",
                      kevo_eval_jnum(s->noise), "count", s->count, "capped", r->capped, "batch",
                      c->batch[arm], "sm_clock_mhz", kevo_eval_jnum(r->sm_clock_mhz[arm]), "sets",
                      c->K, "warmup", c->warmup);
@@ -213,7 +215,8 @@ static void metrics(struct kevo_ev *e, struct kevo_wl *x, const struct kevo_stat
     double bytes = task_amount(x, e->task->bytes), flops = task_amount(x, e->task->flops);
     double med = s->median;
     double tsol = kevo_sol_floor(&e->req->sol, bytes, flops, e->task->flops_unit);
-    double margin = s->noise > SOL_MARGIN ? s->noise : SOL_MARGIN;
+    double base = e->req->sol.margin > 0 ? e->req->sol.margin : SOL_MARGIN;
+    double margin = s->noise > base ? s->noise : base;
 
     json_object_set_new(x->j, "bytes", kevo_eval_jnum(bytes));
     json_object_set_new(x->j, "flops", kevo_eval_jnum(flops));

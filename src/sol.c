@@ -31,7 +31,7 @@
 #include "calibrate.cu.inc"      /* kevo_kernel_calibrate_cu[] */
 #include "calibrate_cpu.c.inc"   /* kevo_kernel_calibrate_cpu_c[] */
 
-#define SOL_FORMAT 1             /* bump when the cache layout or the method changes */
+#define SOL_FORMAT 2             /* bump when the cache layout or the method changes */
 
 /* FLOP-count constants, passed to the kernels as -D defines so both sides agree. */
 #define CAL_FMA_CHAINS 8
@@ -57,6 +57,9 @@
 #define LAUNCH_BATCH 20
 #define GPU_SAMPLES 11
 #define CPU_SAMPLES 9
+/* implausible only below the floor by more than this (see result_json) */
+#define SOL_MARGIN_GPU 0.03
+#define SOL_MARGIN_CPU 0.25
 
 enum cal_entry {
     E_READ = 0, E_WRITE, E_COPY, E_EMPTY, E_FMA,   /* both backends */
@@ -609,10 +612,14 @@ static enum kevo_status result_json(const struct cal *c, const struct cal_result
 
     spec_peaks(c->info, c->cuda, spec);
     utc_now(when);
-    *out = json_pack("{s:i, s:o?, s:o?, s:o?, s:f, s:s}", "format", SOL_FORMAT,
+    /* On a GPU the harness owns the device and the figures are tight; a CPU is shared with
+     * the OS and other processes, and its bandwidth depends on thread placement and on an
+     * LLC that can hold much of a workload, so its figures bound far less tightly. */
+    *out = json_pack("{s:i, s:o?, s:o?, s:o?, s:f, s:f, s:s}", "format", SOL_FORMAT,
                      "device", device_json(c->info, c->b->ops->name),
                      "bandwidth", bandwidth_json(c, r), "peaks", peaks_json(r, spec),
-                     "launch_floor_s", r->launch_floor_s, "measured_at", when);
+                     "launch_floor_s", r->launch_floor_s, "implausible_margin",
+                     c->cuda ? SOL_MARGIN_GPU : SOL_MARGIN_CPU, "measured_at", when);
     /* `o?` turns a NULL (out of memory) part into null: refuse such a document. */
     if (*out && (!json_is_object(json_object_get(*out, "device")) ||
                  !json_is_object(json_object_get(*out, "bandwidth")) ||
@@ -899,6 +906,10 @@ void kevo_sol_figures_from_json(json_t *calib, struct kevo_sol_figures *out)
     for (int u = 0; u < KEVO_UNIT_COUNT; u++)
         out->peak_flops[u] = figure(json_object_get(peaks, unit_keys[u]), "used_flops_per_s");
     out->launch_floor_s = figure(json_object_get(calib, "launch_floor_s"), "");
+    /* Request form: "margin"; calibration form: "implausible_margin". */
+    out->margin = figure(json_object_get(calib, "margin"), "");
+    if (out->margin == 0.0)
+        out->margin = figure(json_object_get(calib, "implausible_margin"), "");
 }
 
 json_t *kevo_sol_figures_to_json(const struct kevo_sol_figures *f)
@@ -912,6 +923,7 @@ json_t *kevo_sol_figures_to_json(const struct kevo_sol_figures *f)
     bad = bad || json_object_set(o, "peaks", peaks);
     bad = bad || json_object_set_new(o, "launch_floor_s",
                                      json_real(positive_or_zero(f->launch_floor_s)));
+    bad = bad || json_object_set_new(o, "margin", json_real(positive_or_zero(f->margin)));
     json_decref(peaks);
     if (bad) {
         json_decref(o);

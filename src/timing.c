@@ -73,6 +73,11 @@ enum kevo_status kevo_timing_stats(const double *x, int n, struct kevo_stats *ou
         out->noise = iqr / out->median;
     else
         out->noise = iqr == 0 ? 0.0 : INFINITY;
+    /* ranks of a 95% interval for the median: the count below it is Binomial(n, 1/2) */
+    double h = 0.98 * sqrt((double)n);
+    int lo = (int)floor(n / 2.0 - h), hi = (int)ceil(n / 2.0 + h);
+    out->ci_lo = s[lo < 0 ? 0 : lo];
+    out->ci_hi = s[hi > n - 1 ? n - 1 : hi];
     kevo_free(s);
     return KEVO_OK;
 }
@@ -84,12 +89,18 @@ void kevo_timing_cfg_default(struct kevo_timing_cfg *c)
     c->min_samples = 10;
     c->max_samples = 2000;
     c->max_noise = 0.01;
+    c->max_ci = 0.005;
     c->cap_s = 2.0;
 }
 
 int kevo_timing_converged(const struct kevo_stats *s, const struct kevo_timing_cfg *cfg)
 {
-    return s->count >= cfg->min_samples && s->noise <= cfg->max_noise;
+    if (s->count < cfg->min_samples)
+        return 0;
+    if (s->noise <= cfg->max_noise)
+        return 1;
+    return cfg->max_ci > 0 && s->count >= KEVO_TIMING_CI_MIN && s->median > 0 &&
+           (s->ci_hi - s->ci_lo) / 2 <= cfg->max_ci * s->median;
 }
 
 int kevo_timing_pick_batch(double est_s)

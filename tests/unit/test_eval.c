@@ -591,6 +591,10 @@ static void test_implausible(void **state)
     assert_near(json_real_value(json_object_get(evd(r), "margin")), 0.03, 1e-12);
     json_t *t = json_object_get(json_array_get(json_object_get(r, "workloads"), 0), "time");
     assert_int_equal(json_integer_value(json_object_get(t, "batch")), 10000);
+    /* the calibration's own margin (a CPU's figures bound less tightly) is honoured */
+    x->req.sol.margin = 1e9;
+    r = run(x, KEVO_OK);
+    assert_verdict(r, "ok");
 }
 
 static void test_compile_and_parse_errors(void **state)

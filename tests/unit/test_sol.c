@@ -415,7 +415,8 @@ static void test_floor_unknowns_skipped(void **state)
 
 static void test_figures_round_trip(void **state)
 {
-    struct kevo_sol_figures f = { .bw_bytes_per_s = 3.1e12, .launch_floor_s = 2.5e-6 };
+    struct kevo_sol_figures f = { .bw_bytes_per_s = 3.1e12, .launch_floor_s = 2.5e-6,
+                                  .margin = 0.25 };
     struct kevo_sol_figures g;
     json_t *j, *peaks;
 

@@ -134,6 +134,42 @@ static void test_cap_by_samples(void **state)
     assert_true(r.sm_clock_mhz[0] > 0);   /* clock_mhz 0 + i: small but > 0 */
 }
 
+/* Samples spread uniformly over +-3% (noise ~3%, never under 1%): the median is still known
+ * to +-0.5% after ~140 samples, and the loop stops there instead of running to the cap. */
+static enum kevo_status spread_sample(void *user, int arm, int i, double *sec, double *mhz)
+{
+    struct fake *f = user;
+    f->calls++;
+    f->t += f->tick;
+    uint64_t h = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
+    double u = (double)(h >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    *sec = 1e-3 * (1.0 + 0.03 * u);
+    *mhz = 0.0;
+    (void)arm;
+    return KEVO_OK;
+}
+
+static void test_stop_when_median_known(void **state)
+{
+    (void)state;
+    struct fake f = { .tick = 1e-4, .fail_at = -1 };
+    struct kevo_timing_cfg c;
+    struct kevo_timing_result r;
+    cfg_fake(&c, &f);
+    assert_int_equal(kevo_timing_run(&c, spread_sample, &f, &r), KEVO_OK);
+    assert_false(r.capped);
+    assert_true(r.arm[0].noise > 0.01);
+    assert_true(r.arm[0].count >= 60 && r.arm[0].count <= 400);
+    assert_true((r.arm[0].ci_hi - r.arm[0].ci_lo) / 2 <= 0.005 * r.arm[0].median);
+    assert_true(r.arm[0].ci_lo <= r.arm[0].median && r.arm[0].median <= r.arm[0].ci_hi);
+    c.max_ci = 0;                          /* the CI rule off: runs to the sample cap */
+    f.calls = 0;
+    c.max_samples = 500;
+    assert_int_equal(kevo_timing_run(&c, spread_sample, &f, &r), KEVO_OK);
+    assert_true(r.capped);
+    assert_int_equal(r.arm[0].count, 500);
+}
+
 static void test_cap_by_time(void **state)
 {
     (void)state;
@@ -209,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_stop_when_quiet),
         cmocka_unit_test(test_cap_by_samples),
+        cmocka_unit_test(test_stop_when_median_known),
         cmocka_unit_test(test_cap_by_time),
         cmocka_unit_test(test_interleaved),
         cmocka_unit_test(test_error_stops),
