@@ -54,6 +54,8 @@ test: deps-check $(KEVO) $(TBINS)
 	$(KEVO) check tasks/ tests/exploits/tasks/
 	$(KEVO) check --task tasks/cpu/softmax_rows.c examples/softmax_rows_fast.c
 	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu
+	$(KEVO) check bench/tasks/scale_shift.cu
+	$(KEVO) check --task bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu
 	@echo "all tests passed"
 
 deps-check:

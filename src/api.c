@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "sol.h"
 #include "task.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -204,6 +205,7 @@ static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *ca
     json_object_set_new(req, "time_cap_s", json_real(e->opts->time_cap_s));
     json_object_set_new(req, "time_reference", json_integer(cand_text != NULL));
     json_object_set(req, "sol", e->sol);
+    double t0 = kevo_now();
     enum kevo_status st = kevo_pool_call(e->pool, 0, req, e->opts->deadline_s, &reply);
     json_decref(req);
     if (st) {
@@ -220,6 +222,7 @@ static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *ca
     }
     json_incref(res);
     json_decref(reply);
+    json_object_set_new(res, "request_s", json_real(kevo_now() - t0));
     return res;
 }
 
@@ -339,9 +342,11 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
         goto out;
     }
     const char *backend = backend_name(opts->backend, task->lang);
+    double t_start = kevo_now();
     st = eval_setup(&e, backend, &calib, out_msg);
     if (st)
         goto out;
+    double t_setup = kevo_now() - t_start;
     /* With candidates, the reference is timed inside each candidate's request, interleaved
      * with it (a same-run ratio); timing it alone as well would only cost time. */
     ref = eval_one(&e, task_path, NULL, 0, n_cands == 0, out_msg);
@@ -359,9 +364,11 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
         st = KEVO_ERR_WORKER;
         goto out;
     }
-    doc = json_pack("{s:s, s:{s:s, s:s}, s:s, s:O, s:O, s:O}", "kevo_version", KEVO_VERSION,
-                    "task", "path", task_path, "name", task->name, "backend", backend,
-                    "calibration", calib, "reference", ref, "candidates", cands);
+    doc = json_pack("{s:s, s:{s:s, s:s}, s:s, s:O, s:O, s:O, s:{s:f, s:f}}", "kevo_version",
+                    KEVO_VERSION, "task", "path", task_path, "name", task->name, "backend",
+                    backend, "calibration", calib, "reference", ref, "candidates", cands,
+                    "wall_s", "worker_start_and_calibration", t_setup, "total",
+                    kevo_now() - t_start);
     *out_json = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!*out_json)
         st = KEVO_ERR_NOMEM;

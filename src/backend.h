@@ -124,6 +124,14 @@ struct kevo_backend_ops {
                                             int batch, int flush, struct kevo_sample *out,
                                             struct kevo_buf *err);
     void (*destroy)(void *ctx);
+    /*
+     * (optional) host memory that upload/download move fastest (page-locked on CUDA, where
+     * pageable copies are staged and run at a fraction of the bus speed). NULL members:
+     * use kevo_malloc/kevo_free. host_free returns 1 if p was one of its blocks (now
+     * released), 0 if not (the caller frees it); host_free(NULL) returns 0.
+     */
+    KEVO_NODISCARD enum kevo_status (*host_alloc)(void *ctx, size_t bytes, void **out);
+    int (*host_free)(void *ctx, void *p);
 };
 
 struct kevo_backend {

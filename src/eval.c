@@ -25,6 +25,7 @@
 #include "eval.h"
 #include "eval_cache.h"
 #include "eval_int.h"
+#include "timing.h"
 #include "log.h"
 #include "mem.h"
 
@@ -553,8 +554,10 @@ static enum kevo_status phase_verify(struct kevo_ev *e, int w)
     x.j = json_pack("{s:i, s:b, s:o}", "index", w, "holdout", e->task->workloads[w].holdout != 0,
                     "sizes", kevo_eval_wl_sizes(e, &x));
     json_array_append_new(e->wls, x.j);
+    double t0 = kevo_timing_now();
     if (!st && !x.verdict)
         st = kevo_eval_wl_verify(e, &x);
+    json_object_set_new(x.j, "verify_s", json_real(kevo_timing_now() - t0));
     if (!st || x.verdict)
         wl_record(e, &x);
     kevo_eval_wl_free(e, &x);
@@ -568,8 +571,10 @@ static enum kevo_status phase_time(struct kevo_ev *e, int w, size_t entry)
     enum kevo_status st = kevo_eval_wl_setup(e, &x, w);
 
     x.j = json_array_get(e->wls, entry);
+    double t0 = kevo_timing_now();
     if (!st && !x.verdict)
         st = kevo_eval_wl_time(e, &x);
+    json_object_set_new(x.j, "time_s", json_real(kevo_timing_now() - t0));
     if (!st || x.verdict)
         wl_record(e, &x);
     kevo_eval_wl_free(e, &x);
@@ -590,26 +595,32 @@ static enum kevo_status run_all(struct kevo_ev *e)
     }
     e->ref.src = e->task;
     e->can.src = e->cand;
+    double t0 = kevo_timing_now();
     if (!st && !e->verdict)
         st = compile_plan(e, &e->ref, 0);
     if (!st && !e->verdict && e->self)
         e->can = e->ref; /* one module, evaluated as its own candidate */
     else if (!st && !e->verdict)
         st = compile_plan(e, &e->can, 1);
+    e->t_compile = kevo_timing_now() - t0;
     if (st || e->verdict)
         return st;
     for (int w = 0; w < e->task->n_workloads && primary < 0; w++)
         primary = selected(e, w) ? w : -1;
     add_resources(e, primary);
+    t0 = kevo_timing_now();
     for (int w = 0; w < e->task->n_workloads && !st && !e->verdict; w++) {
         if (selected(e, w))
             st = phase_verify(e, w);
     }
+    e->t_verify = kevo_timing_now() - t0;
+    t0 = kevo_timing_now();
     size_t entry = 0;
     for (int w = 0; e->req->timing && w < e->task->n_workloads && !st && !e->verdict; w++) {
         if (selected(e, w))
             st = phase_time(e, w, entry++);
     }
+    e->t_time = kevo_timing_now() - t0;
     return st;
 }
 
@@ -636,9 +647,11 @@ static json_t *result_ok(struct kevo_ev *e)
         json_object_set_new(evd, "inner", json_string(kevo_verdict_name(v)));
         v = KEVO_VERDICT_HOLDOUT_FAIL;
     }
-    return json_pack("{s:s, s:s, s:o, s:s, s:O, s:O}", "verdict", kevo_verdict_name(v), "message",
-                     msg, "evidence", evd, "compile_log", e->compile_log ? e->compile_log : "",
-                     "resources", e->resources, "workloads", e->wls);
+    return json_pack("{s:s, s:s, s:o, s:s, s:O, s:O, s:{s:f, s:f, s:f}}", "verdict",
+                     kevo_verdict_name(v), "message", msg, "evidence", evd, "compile_log",
+                     e->compile_log ? e->compile_log : "", "resources", e->resources,
+                     "workloads", e->wls, "phases_s", "compile", e->t_compile, "verify",
+                     e->t_verify, "time", e->t_time);
 }
 
 /* Release everything the evaluation owns (cached modules stay with the cache). */

@@ -58,7 +58,8 @@ struct kevo_plan {                    /* a compiled program: the reference's or 
     int n_ent;
 };
 
-struct kevo_ev {                      /* one kevo_eval_run */
+struct kevo_ev {
+    double t_compile, t_verify, t_time;   /* seconds spent in each phase ("phases_s") */                      /* one kevo_eval_run */
     struct kevo_backend *b;
     const struct kevo_eval_req *req;
     struct kevo_task *task;           /* parsed from req->task_text */
@@ -187,5 +188,10 @@ KEVO_NODISCARD enum kevo_status kevo_eval_wl_verify(struct kevo_ev *e, struct ke
 /* Time workload x (K rotating input sets, interleaved with the reference when asked),
  * re-check what the timed runs left, and add time, speed and SOL fields to x->j. */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_time(struct kevo_ev *e, struct kevo_wl *x);
+
+/* Host arrays that cross the bus: the backend's fast (pinned) memory when it has some,
+ * else kevo_malloc. kevo_eval_host_free(e, NULL) is a no-op. */
+void *kevo_eval_host_alloc(struct kevo_ev *e, size_t bytes);
+void kevo_eval_host_free(struct kevo_ev *e, void *p);
 
 #endif

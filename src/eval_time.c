@@ -106,7 +106,7 @@ static enum kevo_status sets_init(struct tctx *c)
         for (int t = 0; t < x->n_task && !st; t++) {
             if (!is_out(&x->t[t]))
                 continue;
-            c->expect[k * x->n_t + t] = kevo_malloc(x->t[t].bytes);
+            c->expect[k * x->n_t + t] = kevo_eval_host_alloc(e, x->t[t].bytes);
             st = c->expect[k * x->n_t + t] ? KEVO_OK : KEVO_ERR_NOMEM;
         }
         struct kevo_side *rside = c->rs ? &c->rs[k] : &x->ref;
@@ -291,7 +291,7 @@ out:
     for (int k = 0; c.rs && k < K; k++)
         kevo_eval_side_free(e, x, &c.rs[k]);
     for (size_t i = 0; c.expect && i < (size_t)K * (size_t)x->n_t; i++)
-        kevo_free(c.expect[i]);
+        kevo_eval_host_free(e, c.expect[i]);
     kevo_free(c.cs);
     kevo_free(c.rs);
     kevo_free(c.expect);

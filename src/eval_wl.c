@@ -481,8 +481,26 @@ static enum kevo_status wl_tensors(struct kevo_ev *e, struct kevo_wl *x)
     return KEVO_OK;
 }
 
+void *kevo_eval_host_alloc(struct kevo_ev *e, size_t bytes)
+{
+    const struct kevo_backend_ops *o = e->b->ops;
+    void *p = NULL;
+    if (o->host_alloc && o->host_free && o->host_alloc(e->b->ctx, bytes, &p) == KEVO_OK)
+        return p;
+    return kevo_malloc(bytes);
+}
+
+void kevo_eval_host_free(struct kevo_ev *e, void *p)
+{
+    const struct kevo_backend_ops *o = e->b->ops;
+    if (!p)
+        return;
+    if (!(o->host_free && o->host_free(e->b->ctx, p)))
+        kevo_free(p);
+}
+
 /* Host arrays: inputs, and three copies of every output (expected, run A, run B). */
-static enum kevo_status wl_host(struct kevo_wl *x)
+static enum kevo_status wl_host(struct kevo_ev *e, struct kevo_wl *x)
 {
     size_t n = (size_t)x->n_t + 1;
     x->host_in = kevo_calloc(n, sizeof(void *));
@@ -500,19 +518,19 @@ static enum kevo_status wl_host(struct kevo_wl *x)
     for (int k = 0; k < x->n_task; k++) {
         size_t b = x->t[k].bytes;
         if (is_in(&x->t[k])) {
-            x->host_in[k] = kevo_malloc(b);
+            x->host_in[k] = kevo_eval_host_alloc(e, b);
             if (!x->host_in[k])
                 return KEVO_ERR_NOMEM;
             x->tmp_bytes = b > x->tmp_bytes ? b : x->tmp_bytes;
         } else if (is_out(&x->t[k])) {
-            x->expect[k] = kevo_malloc(b);
-            x->out_a[k] = kevo_malloc(b);
-            x->out_b[k] = kevo_malloc(b);
+            x->expect[k] = kevo_eval_host_alloc(e, b);
+            x->out_a[k] = kevo_eval_host_alloc(e, b);
+            x->out_b[k] = kevo_eval_host_alloc(e, b);
             if (!x->expect[k] || !x->out_a[k] || !x->out_b[k])
                 return KEVO_ERR_NOMEM;
         }
     }
-    x->tmp = kevo_malloc(x->tmp_bytes);
+    x->tmp = kevo_eval_host_alloc(e, x->tmp_bytes);
     return x->tmp ? KEVO_OK : KEVO_ERR_NOMEM;
 }
 
@@ -522,13 +540,13 @@ void kevo_eval_wl_free(struct kevo_ev *e, struct kevo_wl *x)
     kevo_eval_side_free(e, x, &x->cand);
     for (int k = 0; k < x->n_t; k++) {
         if (x->host_in)
-            kevo_free(x->host_in[k]);
+            kevo_eval_host_free(e, x->host_in[k]);
         if (x->expect)
-            kevo_free(x->expect[k]);
+            kevo_eval_host_free(e, x->expect[k]);
         if (x->out_a)
-            kevo_free(x->out_a[k]);
+            kevo_eval_host_free(e, x->out_a[k]);
         if (x->out_b)
-            kevo_free(x->out_b[k]);
+            kevo_eval_host_free(e, x->out_b[k]);
     }
     kevo_free(x->host_in);
     kevo_free(x->expect);
@@ -538,7 +556,7 @@ void kevo_eval_wl_free(struct kevo_ev *e, struct kevo_wl *x)
     kevo_free(x->cand_hash);
     kevo_free(x->ref_changed);
     kevo_free(x->cand_changed);
-    kevo_free(x->tmp);
+    kevo_eval_host_free(e, x->tmp);
     kevo_free(x->t);
     json_decref(x->evidence);
     kevo_free(x->message);
@@ -560,7 +578,7 @@ enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w)
     wl_desc(e, x);
     st = wl_tensors(e, x);
     if (!st && !x->verdict)
-        st = wl_host(x);
+        st = wl_host(e, x);
     if (!st && !x->verdict)
         st = kevo_eval_side_alloc(e, x, &x->ref, 1);
     if (!st && !x->verdict)

@@ -393,19 +393,40 @@ void kevo_verify_compare(enum kevo_dtype dt, const void *out, const void *ref, i
     res->pass = res->n_bad == 0 && !res->l2_fail;
 }
 
+struct unw_job {
+    enum kevo_dtype dt;
+    const void *out, *ref;
+    uint64_t pe;
+    int64_t count[KEVO_PAR_MAX], first[KEVO_PAR_MAX];
+};
+
+static void unw_chunk(void *ctx, int c, int64_t lo, int64_t hi)
+{
+    struct unw_job *j = ctx;
+    int64_t count = 0, first = -1;
+    for (int64_t i = lo; i < hi; i++) {
+        if (kevo_dt_bits(j->dt, j->out, i) == j->pe && kevo_dt_bits(j->dt, j->ref, i) != j->pe) {
+            if (first < 0)
+                first = i;
+            count++;
+        }
+    }
+    j->count[c] = count;
+    j->first[c] = first;
+}
+
 int64_t kevo_verify_unwritten(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
                               int which, int64_t *first)
 {
-    uint64_t pe = poison_elem(dt, which);
+    struct unw_job j = {.dt = dt, .out = out, .ref = ref, .pe = poison_elem(dt, which)};
     int64_t count = 0;
 
     *first = -1;
-    for (int64_t i = 0; i < n; i++) {
-        if (kevo_dt_bits(dt, out, i) == pe && kevo_dt_bits(dt, ref, i) != pe) {
-            if (*first < 0)
-                *first = i;
-            count++;
-        }
+    kevo_par_for(n, 1, unw_chunk, &j);
+    for (int c = 0; c < kevo_par_chunks(n); c++) {
+        if (*first < 0)
+            *first = j.first[c];
+        count += j.count[c];
     }
     return count;
 }

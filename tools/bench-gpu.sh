@@ -36,10 +36,15 @@ for k in ("read_bytes_per_s", "write_bytes_per_s", "copy_bytes_per_s", "best_byt
 PY
 cat "$out/copy_vs_calibrate.txt"
 
-c="$kevo eval tasks/level1/vector_add.cu tests/exploits/cuda/control_vector_add.cu"
-{ hdr "whole eval wall time (3 runs; calibration cached)" "$c"
-  for i in 1 2 3; do /usr/bin/time -f "wall %e s" $c; done; } > "$out/eval_wall.txt" 2>&1
-grep -E "wall|vs ref|reference" "$out/eval_wall.txt" | head -20
+for task in "tasks/level1/vector_add.cu tests/exploits/cuda/control_vector_add.cu" \
+            "bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu"; do
+  c="$kevo eval --json $task"
+  { hdr "whole eval wall time (3 runs; calibration cached), with the phases of each request" "$c"
+    for i in 1 2 3; do /usr/bin/time -f "wall %e s" $c > "$out/ev.json"; python3 tools/phase.py "$out/ev.json"; done
+    $kevo eval $task; } >> "$out/eval_wall.txt" 2>&1
+done
+rm -f "$out/ev.json"
+grep -E "^wall|wall_s|req|vs ref" "$out/eval_wall.txt" | head -40
 
 c="$kevo eval --json tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu"
 { hdr "repeatability: the same kernel measured in 5 separate runs" "$c"
@@ -49,9 +54,9 @@ import json, sys
 runs = [json.load(open("%s/rep_%d.json" % (sys.argv[1], i))) for i in range(1, 6)]
 for who in ("reference", "candidate"):
     rows = []
-    for r in runs:
-        doc = r["reference"] if who == "reference" else r["candidates"][0]
-        rows.append([w["time"]["median_s"] for w in doc["workloads"]])
+    for r in runs:   # the reference is timed inside the candidate's request, interleaved
+        key = "ref_time" if who == "reference" else "time"
+        rows.append([w[key]["median_s"] for w in r["candidates"][0]["workloads"]])
     for w in range(len(rows[0])):
         meds = [row[w] for row in rows]
         print("%-9s workload %d: medians (us) %s  max/min %.4f" % (who, w,

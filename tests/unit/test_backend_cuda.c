@@ -356,6 +356,36 @@ static void test_gpu_round_trip_and_fill(void **state)
     kevo_free(dst);
 }
 
+/* Pinned host blocks: a round trip through them, reuse of a freed block for a similar
+ * size, and host_free telling its own blocks from others. */
+static void test_gpu_pinned_host_memory(void **state)
+{
+    struct kevo_backend *b = gpu();
+    const size_t n = 3 << 20;
+    void *p = NULL, *q = NULL;
+    unsigned char other[16];
+    uint64_t buf = 0;
+
+    (void)state;
+    assert_non_null(b->ops->host_alloc);
+    assert_int_equal(b->ops->host_alloc(b->ctx, n, &p), KEVO_OK);
+    assert_non_null(p);
+    memset(p, 0x5a, n);
+    assert_int_equal(b->ops->alloc(b->ctx, n, &buf), KEVO_OK);
+    assert_int_equal(b->ops->upload(b->ctx, buf, p, n), KEVO_OK);
+    memset(p, 0, n);
+    assert_int_equal(b->ops->download(b->ctx, p, buf, n), KEVO_OK);
+    assert_int_equal(((unsigned char *)p)[n - 1], 0x5a);
+    assert_int_equal(b->ops->host_free(b->ctx, p), 1);
+    assert_int_equal(b->ops->host_alloc(b->ctx, n - 4096, &q), KEVO_OK);
+    assert_ptr_equal(p, q);                         /* kept pinned and handed out again */
+    assert_int_equal(b->ops->host_free(b->ctx, q), 1);
+    assert_int_equal(b->ops->host_free(b->ctx, q), 0);   /* already free: not twice */
+    assert_int_equal(b->ops->host_free(b->ctx, other), 0);
+    assert_int_equal(b->ops->host_free(b->ctx, NULL), 0);
+    b->ops->free(b->ctx, buf);
+}
+
 static void test_gpu_kernel_computes(void **state)
 {
     struct kevo_backend *b = gpu();
@@ -621,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_driver_load_is_clean),
         cmocka_unit_test(test_gpu_info),
         cmocka_unit_test(test_gpu_round_trip_and_fill),
+        cmocka_unit_test(test_gpu_pinned_host_memory),
         cmocka_unit_test(test_gpu_kernel_computes),
         cmocka_unit_test(test_gpu_func_info),
         cmocka_unit_test(test_gpu_refused_launches),

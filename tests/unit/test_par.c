@@ -68,6 +68,27 @@ static void test_compare_matches_serial_facts(void **state)
     kevo_free(out);
 }
 
+static void test_unwritten_over_chunks(void **state)
+{
+    (void)state;
+    int64_t n = (int64_t)5 << 20;
+    uint32_t *out = kevo_calloc((size_t)n, 4), *ref = kevo_calloc((size_t)n, 4);
+    assert_non_null(out);
+    assert_non_null(ref);
+    uint32_t pa = kevo_verify_poison(KEVO_F32, 0);
+    out[(3 << 20) + 7] = pa;          /* later chunk */
+    out[1500000] = pa;                /* earlier chunk: the first */
+    out[42] = pa;
+    ref[42] = pa;                     /* the reference has it too: not unwritten */
+    int64_t first = 0;
+    assert_int_equal(kevo_verify_unwritten(KEVO_F32, out, ref, n, 0, &first), 2);
+    assert_int_equal(first, 1500000);
+    assert_int_equal(kevo_verify_unwritten(KEVO_F32, out, ref, n, 1, &first), 0);
+    assert_int_equal(first, -1);
+    kevo_free(out);
+    kevo_free(ref);
+}
+
 static void test_generate_is_chunking_independent(void **state)
 {
     (void)state;
@@ -94,6 +115,7 @@ int main(void)
         cmocka_unit_test(test_covers_each_element_once),
         cmocka_unit_test(test_compare_matches_serial_facts),
         cmocka_unit_test(test_generate_is_chunking_independent),
+        cmocka_unit_test(test_unwritten_over_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
