@@ -859,7 +859,6 @@ out:
 
 /* ---- open and close ---- */
 
-/* Free everything; every step tolerates a half-opened backend and a lost context. */
 /* ---- page-locked host memory ---- */
 
 static enum kevo_status cuda_host_alloc(void *ctx, size_t bytes, void **out)
@@ -926,6 +925,7 @@ static int cuda_host_free(void *ctx, void *p)
     return mine;
 }
 
+/* Free everything; every step tolerates a half-opened backend and a lost context. */
 static void cuda_destroy(void *ctx)
 {
     struct cuda_ctx *c = ctx;

@@ -26,7 +26,7 @@
 #define LOG_CAP       (16u << 10)         /* compile log kept in the result */
 #define ERR_CAP       (64u << 10)         /* backend and error messages */
 #define MAX_TRIALS    100                 /* correctness trials per workload, at most */
-#define MAX_SETS      32                  /* rotating input sets for timing, at most */
+#define MAX_SETS      4                   /* rotating input sets for timing, at most */
 #define SMALL_OUTPUT  4                   /* outputs this small are judged across trials */
 #define CACHE_SLOTS   8                   /* compiled modules kept per process */
 #define TIMING_SALT   0x7431D3A5E11C0DE5ull  /* timing-set seeds differ from trial seeds */

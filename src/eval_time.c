@@ -30,8 +30,13 @@ static uint64_t set_seed(const struct kevo_ev *e, const struct kevo_wl *x, int k
     return kevo_verify_derive(e->req->seed ^ TIMING_SALT, (uint64_t)x->w, (uint64_t)k);
 }
 
-/* Enough sets that their inputs and outputs together are >= 2x L2, within ~25 % of device
- * memory (4 GiB at most) and MAX_SETS; never fewer than 2. */
+/*
+ * Rotating sets give every sample fresh inputs at fresh addresses. The cache is already
+ * cold at each sample (the backend flushes 2x L2 before it), and inside a batch the calls
+ * reuse one set whatever K is, so more sets than MAX_SETS would only cost set-up time
+ * (each set is generated, run through the reference and re-checked). Within ~25 % of
+ * device memory (4 GiB at most); never fewer than 2.
+ */
 static int pick_sets(const struct kevo_ev *e, const struct kevo_wl *x, int with_ref)
 {
     size_t io = 0, per_set = 0;

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 /* Below this many elements a loop is faster than starting threads. */
-#define PAR_MIN_PER_CHUNK (1 << 20)
+#define PAR_MIN_PER_CHUNK (1 << 16)
 
 struct par_job {
     void (*fn)(void *ctx, int c, int64_t lo, int64_t hi);
