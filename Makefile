@@ -77,5 +77,16 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+# libFuzzer over the task/candidate parser (needs clang); run: make fuzz FUZZ_SECONDS=120
+FUZZ_SECONDS ?= 60
+fuzz:
+	@mkdir -p $(BUILD)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -Iinclude -Isrc -I$(CUDA)/include \
+	    tests/fuzz/fuzz_task.c src/mem.c src/buf.c src/log.c src/expr.c src/task.c \
+	    src/task_check.c -o $(BUILD)/fuzz_task
+	@mkdir -p $(BUILD)/fuzz-corpus
+	UBSAN_OPTIONS=halt_on_error=1 $(BUILD)/fuzz_task -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=8192 -timeout=10 $(BUILD)/fuzz-corpus tests/fuzz/corpus
+
 clean:
 	rm -rf $(BUILD)

@@ -243,6 +243,27 @@ static void print_workload(json_t *w, int with_speedup)
         print_evidence(json_object_get(w, "evidence"));
 }
 
+/* Registers, shared memory, spills and occupancy of each compiled kernel. */
+static void print_resources(json_t *res)
+{
+    json_t *k;
+    size_t i;
+    json_array_foreach(res, i, k) {
+        if (!json_integer_value(json_object_get(k, "regs")))
+            continue;                    /* a CPU function: nothing to report */
+        printf("    kernel %s: %lld regs, %lld B static smem, %lld B local/thread%s",
+               str(k, "kernel", "?"), (long long)json_integer_value(json_object_get(k, "regs")),
+               (long long)json_integer_value(json_object_get(k, "static_smem")),
+               (long long)json_integer_value(json_object_get(k, "local_bytes")),
+               json_integer_value(json_object_get(k, "local_bytes")) > 0 ? " (spills/stack)" : "");
+        if (json_object_get(k, "blocks_per_sm"))
+            printf(", %lld blocks/SM at %lld threads",
+                   (long long)json_integer_value(json_object_get(k, "blocks_per_sm")),
+                   (long long)json_integer_value(json_object_get(k, "block")));
+        printf("\n");
+    }
+}
+
 static void print_result(const char *label, json_t *r, int with_speedup)
 {
     json_t *ws = json_object_get(r, "workloads"), *w;
@@ -251,6 +272,8 @@ static void print_result(const char *label, json_t *r, int with_speedup)
     if (json_object_get(r, "message"))
         printf(" -- %.300s", str(r, "message", ""));
     printf("\n");
+    if (with_speedup)
+        print_resources(json_object_get(r, "resources"));
     json_array_foreach(ws, i, w) print_workload(w, with_speedup);
     if (strcmp(str(r, "verdict", "ok"), "ok") != 0) {
         print_evidence(json_object_get(r, "evidence"));
@@ -396,8 +419,9 @@ static int cmd_calibrate(int argc, char **argv)
         json_t *pk = json_object_get(c, "peaks"), *d = json_object_get(c, "device");
         const char *k;
         json_t *v;
-        printf("device: %s (%s, %lld SMs)%s\n", str(d, "name", "?"), str(d, "arch", "?"),
+        printf("device: %s (%s, %lld %s)%s\n", str(d, "name", "?"), str(d, "arch", "?"),
                (long long)json_integer_value(json_object_get(d, "sms")),
+               strncmp(str(d, "arch", ""), "sm_", 3) == 0 ? "SMs" : "cores",
                json_is_true(json_object_get(c, "cached")) ? " [cached]" : "");
         json_object_foreach(bw, k, v) {
             size_t kl = strlen(k);

@@ -226,32 +226,24 @@ static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *ca
     return res;
 }
 
-/* Start the pool and calibrate (cached by the worker). */
-static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_t **out_calib,
-                                   char **out_msg)
+/*
+ * Ask the pool's worker for the device's calibration (measured, or from its cache unless
+ * force). *out_calib is the calibration object (new reference); on failure *out_msg says
+ * why. A worker that died or hung answers with a verdict instead: also a failure here.
+ */
+static enum kevo_status calibrate_call(struct kevo_pool *pool, const char *backend, int force,
+                                       json_t **out_calib, char **out_msg)
 {
-    struct kevo_pool_opts po = {0};
-    int dev = e->opts->device;
-    json_t *req = NULL, *reply = NULL;
-    enum kevo_status st;
-    char *pmsg = NULL;
+    json_t *req = json_pack("{s:s, s:i}", "op", "calibrate", "force", force), *reply = NULL;
+    enum kevo_status st = kevo_pool_call(pool, 0, req, CALIBRATE_DEADLINE_S, &reply);
 
-    po.backend = backend;
-    po.n_devices = 1;
-    po.devices = &dev;
-    po.exe = getenv("KEVO_WORKER_EXE");
-    po.start_timeout_s = 60;
-    st = kevo_pool_open(&po, &e->pool, &pmsg);
+    *out_calib = NULL;
+    json_decref(req);
     if (st) {
-        *out_msg = msg_dup("cannot start a %s worker: %s", backend, pmsg);
-        kevo_free(pmsg);
+        *out_msg = msg_dup("calibration on the %s backend failed: %s", backend,
+                           kevo_status_name(st));
         return st;
     }
-    req = json_pack("{s:s, s:i}", "op", "calibrate", "force", 0);
-    st = kevo_pool_call(e->pool, 0, req, CALIBRATE_DEADLINE_S, &reply);
-    json_decref(req);
-    if (st)
-        goto fail;
     const char *rs = json_string_value(json_object_get(reply, "status"));
     json_t *res = json_object_get(reply, "result");
     if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) ||
@@ -263,15 +255,44 @@ static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_
         json_decref(reply);
         return KEVO_ERR_WORKER;
     }
-    struct kevo_sol_figures f;
-    kevo_sol_figures_from_json(res, &f);
-    e->sol = kevo_sol_figures_to_json(&f);
     *out_calib = json_incref(res);
     json_decref(reply);
     return KEVO_OK;
-fail:
-    *out_msg = msg_dup("calibration on the %s backend failed: %s", backend, kevo_status_name(st));
+}
+
+/* Start the pool and calibrate (cached by the worker). */
+/* One worker for `device` on `backend`; KEVO_WORKER_EXE overrides the worker binary. */
+static enum kevo_status open_pool(const char *backend, int device, struct kevo_pool **out,
+                                  char **out_msg)
+{
+    struct kevo_pool_opts po = {0};
+    char *pmsg = NULL;
+
+    po.backend = backend;
+    po.n_devices = 1;
+    po.devices = &device;
+    po.exe = getenv("KEVO_WORKER_EXE");
+    po.start_timeout_s = 60;
+    enum kevo_status st = kevo_pool_open(&po, out, &pmsg);
+    if (st)
+        *out_msg = msg_dup("cannot start a %s worker: %s", backend, pmsg);
+    kevo_free(pmsg);
     return st;
+}
+
+static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_t **out_calib,
+                                   char **out_msg)
+{
+    struct kevo_sol_figures f;
+    enum kevo_status st = open_pool(backend, e->opts->device, &e->pool, out_msg);
+
+    if (!st)
+        st = calibrate_call(e->pool, backend, 0, out_calib, out_msg);
+    if (st)
+        return st;
+    kevo_sol_figures_from_json(*out_calib, &f);
+    e->sol = kevo_sol_figures_to_json(&f);
+    return KEVO_OK;
 }
 
 /* Evaluate one candidate file into a JSON entry (always returns an entry). */
@@ -387,46 +408,21 @@ out:
 enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device, int force,
                                      char **out_json, char **out_msg)
 {
-    struct kevo_pool_opts po = {0};
+    const char *name = backend == KEVO_BACKEND_CPU ? "cpu" : "cuda";
     struct kevo_pool *pool = NULL;
-    json_t *req = NULL, *reply = NULL;
-    char *pmsg = NULL;
+    json_t *res = NULL;
     enum kevo_status st;
 
     *out_json = NULL;
     *out_msg = NULL;
-    po.backend = backend == KEVO_BACKEND_CPU ? "cpu" : "cuda";
-    po.n_devices = 1;
-    po.devices = &device;
-    po.exe = getenv("KEVO_WORKER_EXE");
-    po.start_timeout_s = 60;
-    st = kevo_pool_open(&po, &pool, &pmsg);
-    if (st) {
-        *out_msg = msg_dup("cannot start a %s worker: %s", po.backend, pmsg);
-        goto out;
+    st = open_pool(name, device, &pool, out_msg);
+    if (!st)
+        st = calibrate_call(pool, name, force, &res, out_msg);
+    if (!st) {
+        *out_json = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        st = *out_json ? KEVO_OK : KEVO_ERR_NOMEM;
     }
-    req = json_pack("{s:s, s:i}", "op", "calibrate", "force", force);
-    st = kevo_pool_call(pool, 0, req, CALIBRATE_DEADLINE_S, &reply);
-    if (st) {
-        *out_msg = msg_dup("calibration failed: %s%s", kevo_status_name(st), NULL);
-        goto out;
-    }
-    const char *rs = json_string_value(json_object_get(reply, "status"));
-    json_t *res = json_object_get(reply, "result");
-    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) ||
-        json_object_get(res, "verdict")) {
-        const char *m = json_string_value(json_object_get(reply, "message"));
-        if (!m)
-            m = json_string_value(json_object_get(res, "message"));
-        *out_msg = msg_dup("calibration on the %s backend failed: %s", po.backend, m ? m : rs);
-        st = KEVO_ERR_WORKER;
-        goto out;
-    }
-    *out_json = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-out:
-    kevo_free(pmsg);
-    json_decref(req);
-    json_decref(reply);
+    json_decref(res);
     kevo_pool_free(pool);
     return st;
 }

@@ -6,6 +6,7 @@
  * are made so callers own what they get.
  */
 #include "nvrtc_cache.h"
+#include "fsutil.h"
 
 #include "log.h"
 #include "mem.h"
@@ -123,22 +124,16 @@ int kevo_nvrtc_cache_enabled(void)
 
 void kevo_nvrtc_cache_dir(char *out, size_t n)
 {
-    const char *dir = getenv("KEVO_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    int len = -1;
+    char root[PATH_MAX];
 
     if (n == 0)
         return;
     out[0] = '\0';
-    if (dir && *dir)
-        len = snprintf(out, n, "%s", dir);
-    else if (xdg && *xdg)
-        len = snprintf(out, n, "%s/kevo/cubin", xdg);
-    else if (home && *home)
-        len = snprintf(out, n, "%s/.cache/kevo/cubin", home);
-    if (len < 0 || (size_t)len >= n)
-        out[0] = '\0';
+    if (kevo_fs_cache_root(root, sizeof root) == 0) {
+        int len = snprintf(out, n, "%s/cubin", root);
+        if (len < 0 || (size_t)len >= n)
+            out[0] = '\0';
+    }
 }
 
 static void hex_key(const uint8_t key[KEVO_NVRTC_KEY_BYTES], char out[2 * KEVO_NVRTC_KEY_BYTES + 1])
@@ -164,27 +159,6 @@ static int entry_path(const uint8_t key[KEVO_NVRTC_KEY_BYTES], char *out, size_t
     hex_key(key, hex);
     int len = snprintf(out, n, "%s/%s.cubin", dir, hex);
     return len < 0 || (size_t)len >= n ? -1 : 0;
-}
-
-/* mkdir -p with mode 0700 for the parts that do not exist yet. */
-static int mkdir_p(const char *path)
-{
-    char tmp[PATH_MAX];
-    size_t len = strlen(path);
-
-    if (len == 0 || len >= sizeof tmp)
-        return -1;
-    memcpy(tmp, path, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (tmp[i] != '/' && tmp[i] != '\0')
-            continue;
-        char c = tmp[i];
-        tmp[i] = '\0';
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-            return -1;
-        tmp[i] = c;
-    }
-    return 0;
 }
 
 /* ---- in-process LRU ---- */
@@ -285,38 +259,6 @@ void kevo_nvrtc_cache_stats(struct kevo_nvrtc_cache_stats *out)
 
 /* ---- disk ---- */
 
-static int read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-
-    while (n > 0) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-
-    while (n > 0) {
-        ssize_t r = write(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 /* Is h a sane header for key, for a file of file_size bytes? */
 static int header_ok(const struct entry_hdr *h, const uint8_t key[KEVO_NVRTC_KEY_BYTES],
                      off_t file_size)
@@ -348,7 +290,7 @@ static int disk_get(const uint8_t key[KEVO_NVRTC_KEY_BYTES], void **out_cubin, s
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < sizeof h || read_all(fd, &h, sizeof h))
+    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size < sizeof h || kevo_fs_read_all(fd, &h, sizeof h))
         goto bad;
     if (!header_ok(&h, key, sb.st_size))
         goto bad;
@@ -356,7 +298,7 @@ static int disk_get(const uint8_t key[KEVO_NVRTC_KEY_BYTES], void **out_cubin, s
     log = kevo_malloc((size_t)h.log_size + 1);
     if (!body || !log)
         goto out;                          /* no memory: a miss, but not a bad entry */
-    if (read_all(fd, body, h.log_size + h.cubin_size))
+    if (kevo_fs_read_all(fd, body, h.log_size + h.cubin_size))
         goto bad;
     struct sha_part part = {body, h.log_size + h.cubin_size};
     if (sha256_parts(&part, 1, digest) || memcmp(digest, h.digest, sizeof digest) != 0)
@@ -428,7 +370,7 @@ static void disk_put(const uint8_t key[KEVO_NVRTC_KEY_BYTES], const void *cubin,
     struct sha_part parts[2] = {{log, log_size}, {cubin, size}};
     if (sha256_parts(parts, 2, h.digest))
         return;
-    if (mkdir_p(dir)) {
+    if (kevo_fs_mkdirs(dir, 0700)) {
         warn_write(dir, "mkdir");
         return;
     }
@@ -439,8 +381,8 @@ static void disk_put(const uint8_t key[KEVO_NVRTC_KEY_BYTES], const void *cubin,
         warn_write(tmp, "open");
         return;
     }
-    if (write_all(fd, &h, sizeof h) || write_all(fd, log, log_size) ||
-        write_all(fd, cubin, size)) {
+    if (kevo_fs_write_all(fd, &h, sizeof h) || kevo_fs_write_all(fd, log, log_size) ||
+        kevo_fs_write_all(fd, cubin, size)) {
         warn_write(tmp, "write");
         goto fail;
     }

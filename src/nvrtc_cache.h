@@ -11,7 +11,7 @@
  * warnings) and the cubin. Written to "<name>.tmp.<pid>.<random>" and renamed, so readers
  * see a whole entry or none. An entry that fails any check is a miss (and gets replaced).
  * Failing to write never fails a compile: it is logged and ignored.
- * Directory: KEVO_CACHE_DIR, else $XDG_CACHE_HOME/kevo/cubin, else ~/.cache/kevo/cubin;
+ * Directory: <cache root>/cubin (fsutil.h: $KEVO_CACHE_DIR, $XDG_CACHE_HOME/kevo or ~/.cache/kevo);
  * created with mode 0700. KEVO_NO_CACHE=1 turns the whole cache (LRU too) off.
  *
  * Thread-safety: all functions may be called from several threads.

@@ -6,7 +6,7 @@
  * -default-device, --std=c++17, -lineinfo, -I<cuda>/include, -I<cuda>/include/cccl,
  * -D<name>=<value> for params, then the candidate's allowed flags.
  *
- * Cache: $XDG_CACHE_HOME/kevo/cubin (default ~/.cache/kevo/cubin), KEVO_CACHE_DIR overrides,
+ * Cache: <root>/cubin, root = $KEVO_CACHE_DIR, else $XDG_CACHE_HOME/kevo, else ~/.cache/kevo;
  * KEVO_NO_CACHE=1 disables. Key = SHA-256 of (format version, NVRTC version, arch, every
  * option, source). Entries are written to a temporary name and renamed (atomic). A corrupt
  * or foreign entry is ignored and rewritten.

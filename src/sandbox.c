@@ -14,6 +14,7 @@
  * checked, and anything odd ends it (KEVO_RUN_BROKEN).
  */
 #include "sandbox.h"
+#include "fsutil.h"
 #include "log.h"
 #include "mem.h"
 
@@ -103,42 +104,8 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* ---- whole-message I/O ---- */
-
-/*
- * Blocking write of all n bytes; 0 or -1. Runner side: plain write(2), since the filter
- * refuses send*(2); a worker that went away ends the runner with SIGPIPE, as it should.
- */
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Blocking read of exactly n bytes; 0, or -1 on EOF/error. */
-static int read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
+/* ---- whole-message I/O: kevo_fs_read_all / kevo_fs_write_all (plain read(2)/write(2):
+ * the runner's filter refuses send*(2); a worker that went away ends it with SIGPIPE) ---- */
 
 enum io_end { IO_OK = 0, IO_EOF, IO_TIMEOUT, IO_ERROR };
 
@@ -410,8 +377,8 @@ static void send_fail(int kind, const char *text)
 {
     size_t n = strnlen(text, SB_TEXT_MAX);
     struct sb_msg m = { SB_MAGIC, SB_FAIL, 0, kind, (int32_t)n, 0, 0 };
-    if (write_all(SB_CHANNEL_FD, &m, sizeof m) == 0)
-        (void)write_all(SB_CHANNEL_FD, text, n);
+    if (kevo_fs_write_all(SB_CHANNEL_FD, &m, sizeof m) == 0)
+        (void)kevo_fs_write_all(SB_CHANNEL_FD, text, n);
     _exit(0);
 }
 
@@ -421,15 +388,15 @@ static void send_ready(const struct kevo_shim_entry *t, int n)
     for (int e = 0; e < n; e++)
         total += t[e].n_params;
     struct sb_msg m = { SB_MAGIC, SB_READY, 0, n, total, 0, 0 };
-    if (write_all(SB_CHANNEL_FD, &m, sizeof m) < 0)
+    if (kevo_fs_write_all(SB_CHANNEL_FD, &m, sizeof m) < 0)
         _exit(0);
     for (int e = 0; e < n; e++) {
         int32_t np = t[e].n_params;
-        if (write_all(SB_CHANNEL_FD, &np, sizeof np) < 0)
+        if (kevo_fs_write_all(SB_CHANNEL_FD, &np, sizeof np) < 0)
             _exit(0);
     }
     for (int e = 0; e < n; e++) {
-        if (write_all(SB_CHANNEL_FD, t[e].params, sizeof(struct kevo_shim_param) *
+        if (kevo_fs_write_all(SB_CHANNEL_FD, t[e].params, sizeof(struct kevo_shim_param) *
                                                   (size_t)t[e].n_params) < 0)
             _exit(0);
     }
@@ -471,7 +438,7 @@ runner_loop(const struct kevo_shim_entry *t, int n, volatile int32_t *slot)
 
     for (;;) {
         struct sb_msg m;
-        if (read_all(SB_CHANNEL_FD, &m, sizeof m) < 0)
+        if (kevo_fs_read_all(SB_CHANNEL_FD, &m, sizeof m) < 0)
             _exit(0);
         if (m.magic != SB_MAGIC || m.op != SB_RUN || m.b < 0 || m.c < 0 ||
             (uint32_t)m.c > SB_RUN_MAX)
@@ -480,7 +447,7 @@ runner_loop(const struct kevo_shim_entry *t, int n, volatile int32_t *slot)
         kevo_free(calls);
         buf = kevo_malloc((size_t)m.c);
         calls = kevo_calloc((size_t)m.b + 1, sizeof *calls);
-        if (!buf || !calls || read_all(SB_CHANNEL_FD, buf, (size_t)m.c) < 0 ||
+        if (!buf || !calls || kevo_fs_read_all(SB_CHANNEL_FD, buf, (size_t)m.c) < 0 ||
             parse_calls(buf, (size_t)m.c, m.b, n, calls) < 0)
             _exit(113);
         struct sb_msg r = { SB_MAGIC, SB_DONE, m.seq, 0, 0, 0, 0 };
@@ -495,7 +462,7 @@ runner_loop(const struct kevo_shim_entry *t, int n, volatile int32_t *slot)
             }
         }
         *slot = -1;
-        if (write_all(SB_CHANNEL_FD, &r, sizeof r) < 0)
+        if (kevo_fs_write_all(SB_CHANNEL_FD, &r, sizeof r) < 0)
             _exit(0);
     }
 }

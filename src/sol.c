@@ -15,6 +15,7 @@
  * figure functions are pure.
  */
 #include "sol.h"
+#include "fsutil.h"
 #include "log.h"
 #include "mem.h"
 
@@ -662,12 +663,6 @@ static enum kevo_status measure(struct kevo_backend *b, const struct kevo_device
 
 /* ---- the cache ---- */
 
-static const char *env_nonempty(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
 /* Appends s with every character outside [A-Za-z0-9._-] replaced by '_'. */
 static enum kevo_status add_sanitized(struct kevo_buf *p, const char *s)
 {
@@ -684,17 +679,12 @@ static enum kevo_status add_sanitized(struct kevo_buf *p, const char *s)
 /* <root>/calibration/<name>_<arch>.json; KEVO_ERR_NOTFOUND when there is no cache root. */
 static enum kevo_status cache_path(const struct kevo_device_info *info, struct kevo_buf *p)
 {
-    const char *root = env_nonempty("KEVO_CACHE_DIR");
+    char root[4096];
     enum kevo_status st;
 
-    if (root)
-        st = kevo_buf_adds(p, root);
-    else if (env_nonempty("XDG_CACHE_HOME"))
-        st = kevo_buf_addf(p, "%s/kevo", env_nonempty("XDG_CACHE_HOME"));
-    else if (env_nonempty("HOME"))
-        st = kevo_buf_addf(p, "%s/.cache/kevo", env_nonempty("HOME"));
-    else
+    if (kevo_fs_cache_root(root, sizeof root))
         return KEVO_ERR_NOTFOUND;
+    st = kevo_buf_adds(p, root);
     if (!st)
         st = kevo_buf_adds(p, "/calibration/");
     if (!st)
@@ -758,20 +748,15 @@ static json_t *cache_load(const char *path, const struct kevo_device_info *info)
 }
 
 /* mkdir -p of the directory part of path. */
-static int make_parents(const char *path)
+static int make_parent_dirs(const char *path)
 {
     char *d = kevo_strdup(path);
-    int rc = 0;
+    char *slash = d ? strrchr(d, '/') : NULL;
+    int rc = d ? 0 : -1;
 
-    if (!d)
-        return -1;
-    for (char *s = d + 1; *s && !rc; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(d, 0755) != 0 && errno != EEXIST)
-            rc = -1;
-        *s = '/';
+    if (slash && slash != d) {
+        *slash = '\0';
+        rc = kevo_fs_mkdirs(d, 0755);
     }
     kevo_free(d);
     return rc;
@@ -780,20 +765,6 @@ static int make_parents(const char *path)
 static int dump_to_buf(const char *text, size_t n, void *data)
 {
     return kevo_buf_add(data, text, n) ? -1 : 0;
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* Write j to path via a temporary file and rename, so a reader never sees half a file.
@@ -807,10 +778,10 @@ static void cache_store(const char *path, json_t *j)
     kevo_buf_init(&tmp, 4096);
     if (kevo_buf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid()) ||
         json_dump_callback(j, dump_to_buf, &text, JSON_INDENT(2)) ||
-        kevo_buf_adds(&text, "\n") || make_parents(path))
+        kevo_buf_adds(&text, "\n") || make_parent_dirs(path))
         goto out;
     fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || write_all(fd, text.data, text.len) || fsync(fd))
+    if (fd < 0 || kevo_fs_write_all(fd, text.data, text.len) || fsync(fd))
         goto out;
     if (close(fd) != 0) {
         fd = -1;

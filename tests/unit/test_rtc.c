@@ -461,7 +461,10 @@ static void check_damage_recovers(const char *dir, const struct kevo_compile_req
     size_t size = 0;
     int hit = -1;
 
-    only_entry(dir, entry, sizeof entry);
+    char cdir[PATH_MAX];
+    kevo_nvrtc_cache_dir(cdir, sizeof cdir);      /* <KEVO_CACHE_DIR>/cubin */
+    assert_non_null(strstr(cdir, dir));
+    only_entry(cdir, entry, sizeof entry);
     if (damage == 0)
         flip_byte(entry, -10);                           /* inside the cubin */
     else if (damage == 1)
