@@ -44,41 +44,6 @@ static char *msg_dup(const char *fmt, const char *a, const char *b)
     return kevo_buf_take(&m);
 }
 
-/* ---- compile requests from a parsed task/candidate ---- */
-
-struct creq {
-    struct kevo_compile_req req;
-    const char *entries[KEVO_MAX_ARGS];
-    const char *def_names[64];
-    int64_t def_values[64];
-};
-
-/* Build a compile request for `t` (borrowed). Entries are the distinct launched kernels. */
-static void creq_build(struct creq *c, const struct kevo_task *t)
-{
-    memset(c, 0, sizeof *c);
-    c->req.path = t->path;
-    c->req.source = t->source;
-    c->req.source_len = t->source_len;
-    for (int i = 0; i < t->n_launches && c->req.n_entries < KEVO_MAX_ARGS; i++) {
-        int dup = 0;
-        for (int j = 0; j < c->req.n_entries; j++)
-            dup |= strcmp(c->entries[j], t->launches[i].kernel) == 0;
-        if (!dup)
-            c->entries[c->req.n_entries++] = t->launches[i].kernel;
-    }
-    for (int i = 0; i < t->n_params && i < 64; i++) {
-        c->def_names[i] = t->params[i].name;
-        c->def_values[i] = t->params[i].values[0];
-        c->req.n_defines++;
-    }
-    c->req.entries = c->entries;
-    c->req.define_names = c->def_names;
-    c->req.define_values = c->def_values;
-    c->req.n_flags = t->n_flags;
-    c->req.flags = (const char *const *)t->flags;
-}
-
 static const char *check_arch(void)
 {
     const char *a = getenv("KEVO_ARCH");
@@ -88,11 +53,12 @@ static const char *check_arch(void)
 /* Compile one parsed file with the compiler of its language (no device needed). */
 static enum kevo_status compile_only(const struct kevo_task *t, char **out_msg)
 {
-    struct creq c;
+    struct kevo_compile_src c;
     struct kevo_buf log;
-    enum kevo_status st;
+    enum kevo_status st = kevo_compile_src_init(&c, t, NULL);
 
-    creq_build(&c, t);
+    if (st)
+        return st;
     kevo_buf_init(&log, 1 << 16);
     if (t->lang == KEVO_LANG_CUDA) {
         void *cubin = NULL;
@@ -105,6 +71,7 @@ static enum kevo_status compile_only(const struct kevo_task *t, char **out_msg)
     if (st != KEVO_OK)
         *out_msg = msg_dup("%s: does not compile:\n%s", t->path, kevo_buf_str(&log));
     kevo_buf_free(&log);
+    kevo_compile_src_free(&c);
     return st;
 }
 

@@ -139,6 +139,23 @@ struct kevo_backend {
     void *ctx;
 };
 
+/*
+ * A compile request for a parsed task or candidate: its source, the distinct kernels (or
+ * functions) its launch plan uses, in first-use order (the entry indices of its calls),
+ * its params as -D defines (params: NULL for the defaults, else t->n_params values) and
+ * its flags. Strings are borrowed from t; the arrays are owned (kevo_compile_src_free).
+ */
+struct kevo_compile_src {
+    struct kevo_compile_req req;
+    const char **entries;
+    const char **names;
+    int64_t *values;
+};
+KEVO_NODISCARD enum kevo_status kevo_compile_src_init(struct kevo_compile_src *s,
+                                                      const struct kevo_task *t,
+                                                      const int64_t *params);
+void kevo_compile_src_free(struct kevo_compile_src *s);
+
 /* Open the backend of `lang` (C -> CPU, CUDA -> device `device`). Only the worker opens
  * the CUDA backend; the controller never initialises CUDA. */
 KEVO_NODISCARD enum kevo_status kevo_backend_open_cpu(struct kevo_backend *out, struct kevo_buf *err);

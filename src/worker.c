@@ -640,10 +640,7 @@ static enum kevo_status op_calibrate(struct worker *w, json_t *req, struct op_ou
 struct compile_job {
     struct kevo_task *task, *cand;
     const struct kevo_task *unit;     /* what is compiled: the candidate, else the task */
-    int64_t *values;                  /* one per unit->params */
-    const char **names;
-    const char **entries;             /* distinct kernel names of unit->launches */
-    int n_entries;
+    struct kevo_compile_src src;      /* its compile request */
     struct kevo_module *mod;
     struct kevo_buf log;
 };
@@ -654,9 +651,7 @@ static void compile_job_free(struct compile_job *j, struct kevo_backend *b)
         b->ops->module_free(b->ctx, j->mod);
     kevo_task_free(j->cand);
     kevo_task_free(j->task);
-    kevo_free(j->values);
-    kevo_free(j->names);
-    kevo_free(j->entries);
+    kevo_compile_src_free(&j->src);
     kevo_buf_free(&j->log);
 }
 
@@ -697,11 +692,14 @@ static enum kevo_status compile_parse(json_t *req, struct compile_job *j, struct
     return KEVO_OK;
 }
 
-/* -D values: the request's "params" (one integer per declared param) or the defaults. */
+/* The compile request, with -D values from the request's "params" (one integer per
+ * declared param) or the defaults. */
 static enum kevo_status compile_params(json_t *req, struct compile_job *j, struct op_out *o)
 {
     const struct kevo_task *u = j->unit;
     json_t *jp = json_object_get(req, "params");
+    int64_t *values = NULL;
+    enum kevo_status st;
 
     if (jp && !json_is_null(jp) &&
         (!json_is_array(jp) || json_array_size(jp) != (size_t)u->n_params)) {
@@ -709,38 +707,21 @@ static enum kevo_status compile_params(json_t *req, struct compile_job *j, struc
              u->n_params, u->path);
         return KEVO_ERR_INVALID;
     }
-    j->values = kevo_calloc((size_t)u->n_params + 1, sizeof *j->values);
-    j->names = kevo_calloc((size_t)u->n_params + 1, sizeof *j->names);
-    if (!j->values || !j->names)
+    values = kevo_calloc((size_t)u->n_params + 1, sizeof *values);
+    if (!values)
         return KEVO_ERR_NOMEM;
     for (int i = 0; i < u->n_params; i++) {
         json_t *v = json_array_get(jp, (size_t)i);
         if (v && !json_is_integer(v)) {
             msgf(o, "compile: params[%d] (%s) is not an integer", i, u->params[i].name);
+            kevo_free(values);
             return KEVO_ERR_INVALID;
         }
-        j->names[i] = u->params[i].name;
-        j->values[i] = v ? (int64_t)json_integer_value(v) : u->params[i].values[0];
+        values[i] = v ? (int64_t)json_integer_value(v) : u->params[i].values[0];
     }
-    return KEVO_OK;
-}
-
-/* The distinct kernel (or function) names the launch plan uses, in first-use order. */
-static enum kevo_status compile_entries(struct compile_job *j)
-{
-    const struct kevo_task *u = j->unit;
-
-    j->entries = kevo_calloc((size_t)u->n_launches + 1, sizeof *j->entries);
-    if (!j->entries)
-        return KEVO_ERR_NOMEM;
-    for (int i = 0; i < u->n_launches; i++) {
-        int seen = 0;
-        for (int k = 0; k < j->n_entries && !seen; k++)
-            seen = strcmp(j->entries[k], u->launches[i].kernel) == 0;
-        if (!seen)
-            j->entries[j->n_entries++] = u->launches[i].kernel;
-    }
-    return KEVO_OK;
+    st = kevo_compile_src_init(&j->src, u, values);
+    kevo_free(values);
+    return st;
 }
 
 static json_t *kernel_json(const char *name, const struct kevo_func_info *fi)
@@ -760,13 +741,8 @@ static enum kevo_status compile_run(struct kevo_backend *b, struct compile_job *
                                     struct op_out *o)
 {
     const struct kevo_task *u = j->unit;
-    struct kevo_compile_req cr = {
-        .path = u->path, .source = u->source, .source_len = u->source_len,
-        .n_defines = u->n_params, .define_names = j->names, .define_values = j->values,
-        .n_flags = u->n_flags, .flags = (const char *const *)u->flags,
-        .n_entries = j->n_entries, .entries = j->entries,
-    };
-    enum kevo_status st = b->ops->compile(b->ctx, &cr, &j->mod, &j->log);
+    const struct kevo_compile_req *cr = &j->src.req;
+    enum kevo_status st = b->ops->compile(b->ctx, cr, &j->mod, &j->log);
     json_t *kernels = json_array();
     int ok = st == KEVO_OK;
 
@@ -776,7 +752,7 @@ static enum kevo_status compile_run(struct kevo_backend *b, struct compile_job *
         json_decref(kernels);
         return st;
     }
-    for (int i = 0; ok && i < j->n_entries; i++) {
+    for (int i = 0; ok && i < cr->n_entries; i++) {
         struct kevo_func_info fi;
         memset(&fi, 0, sizeof fi);
         enum kevo_status fs = b->ops->func_info(b->ctx, j->mod, i, &fi);
@@ -786,12 +762,12 @@ static enum kevo_status compile_run(struct kevo_backend *b, struct compile_job *
         }
         if (fs) {
             fs = kevo_buf_addf(&j->log, "%serror: kernel '%s' of the launch plan: %s\n",
-                               j->log.len ? "\n" : "", j->entries[i], kevo_status_name(fs));
+                               j->log.len ? "\n" : "", cr->entries[i], kevo_status_name(fs));
             (void)fs;   /* the log is capped; a cut note still says ok false */
             ok = 0;
             break;
         }
-        json_array_append_new(kernels, kernel_json(j->entries[i], &fi));
+        json_array_append_new(kernels, kernel_json(cr->entries[i], &fi));
     }
     o->result = json_pack("{s:b, s:s, s:o}", "ok", ok, "log", kevo_buf_str(&j->log),
                           "kernels", kernels);
@@ -809,8 +785,6 @@ static enum kevo_status op_compile(struct worker *w, json_t *req, struct op_out 
     st = compile_parse(req, &j, o);
     if (!st)
         st = compile_params(req, &j, o);
-    if (!st)
-        st = compile_entries(&j);
     if (!st)
         st = worker_backend(w, o, &b);
     if (!st)

@@ -424,6 +424,34 @@ static void test_worker_dispatch(void **state)
     assert_non_null(strstr(sfield(r, "message"), "\"text\""));
     json_decref(r);
 
+    /* a real compile on the CPU backend: the candidate with its param as a -D define */
+    static const char task[] = "// kevo task   t\n// kevo size   N=8\n"
+                               "// kevo input  x f32[N] normal(0,1)\n// kevo output y f32[N]\n"
+                               "// kevo bytes  8*N\n// kevo call   f(x, y, N)\n"
+                               "void f(const float *x, float *y, int n)\n"
+                               "{ for (int i = 0; i < n; i++) y[i] = x[i]; }\n";
+    static const char cand[] = "// kevo param  K 2 4\n// kevo call   g(x, y, N)\n"
+                               "#if K != 4\n#error K should be 4\n#endif\n"
+                               "void g(const float *x, float *y, int n)\n"
+                               "{ for (int i = 0; i < n; i++) y[i] = K * x[i]; }\n";
+    r = child_call(&c, json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:[i]}", "id", 11, "op",
+                                 "compile", "path", "t.c", "text", task, "cand_path", "g.c",
+                                 "cand_text", cand, "params", 4));
+    assert_string_equal(sfield(r, "status"), "ok");
+    json_t *res = json_object_get(r, "result");
+    assert_true(json_is_true(json_object_get(res, "ok")));
+    assert_string_equal(sfield(json_array_get(json_object_get(res, "kernels"), 0), "name"), "g");
+    json_decref(r);
+    /* the default K=2 trips the #error: a compile error is data, with the log */
+    r = child_call(&c, json_pack("{s:i, s:s, s:s, s:s, s:s, s:s}", "id", 12, "op", "compile",
+                                 "path", "t.c", "text", task, "cand_path", "g.c", "cand_text",
+                                 cand));
+    assert_string_equal(sfield(r, "status"), "ok");
+    res = json_object_get(r, "result");
+    assert_true(json_is_false(json_object_get(res, "ok")));
+    assert_non_null(strstr(sfield(res, "log"), "K should be 4"));
+    json_decref(r);
+
     r = child_call(&c, json_pack("{s:i, s:s}", "id", 10, "op", "ping"));
     assert_string_equal(sfield(r, "status"), "ok");
     json_decref(r);
