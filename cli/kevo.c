@@ -332,8 +332,8 @@ static int cmd_eval(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--trials") == 0) {
             long t = parse_count(v);
-            if (t < 3 || t > 1000)
-                return free(cands), usage("--trials needs a number from 3 to 1000");
+            if (t < 3 || t > 100)
+                return free(cands), usage("--trials needs a number from 3 to 100");
             o.trials = (int)t;
             i++;
         } else if (strcmp(a, "--backend") == 0) {

@@ -275,6 +275,8 @@ static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, c
         goto out;
     }
     text = read_text(path);
+    if (!text)
+        *out_msg = msg_dup("%s: cannot read: %s", path, strerror(errno));
     res = text ? eval_one(e, path, text, 0, 1, out_msg) : NULL;
     if (!res) {
         *fatal = 1;

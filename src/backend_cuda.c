@@ -531,8 +531,14 @@ static enum kevo_status cuda_upload(void *ctx, uint64_t dst, const void *src, si
 
     kevo_buf_reset(&c->msg);
     st = drain(c, &c->msg);
+    /* On the harness stream, then waited for: a synchronous copy from pageable memory may
+     * return before its DMA lands, and nothing would order it before the next launch on
+     * the (non-blocking) harness stream. */
     if (!st && n)
-        st = KEVO_CU(c->d, &c->msg, c->d->cuMemcpyHtoD((CUdeviceptr)dst, src, n));
+        st = KEVO_CU(c->d, &c->msg,
+                     c->d->cuMemcpyHtoDAsync((CUdeviceptr)dst, src, n, c->stream));
+    if (!st && n)
+        st = drain(c, &c->msg);
     return report(c, st);
 }
 
@@ -890,7 +896,7 @@ static enum kevo_status cuda_host_alloc(void *ctx, size_t bytes, void **out)
     return KEVO_OK;
 }
 
-/* Unpin blocks that are free, oldest first, until at most `keep` bytes stay pinned. */
+/* Unpin blocks that are free, newest first, until at most `keep` bytes stay pinned. */
 static void pinned_trim(struct cuda_ctx *c, size_t keep)
 {
     size_t total = 0;
@@ -915,9 +921,11 @@ static int cuda_host_free(void *ctx, void *p)
     struct cuda_ctx *c = ctx;
     int mine = 0;
     for (struct pinned *b = c->pinned; p && b; b = b->next) {
-        if (b->p == p && b->in_use) {
+        if (b->p == p) {
+            if (!b->in_use)
+                KEVO_WARN("backend_cuda: pinned block %p freed twice", p);
             b->in_use = 0;
-            mine = 1;
+            mine = 1;        /* ours either way: never hand it to free() */
         }
     }
     if (mine)

@@ -415,6 +415,8 @@ static enum kevo_status compile_plan(struct kevo_ev *e, struct kevo_plan *p, int
         st = cache_compile(e->b, &r, e->ref.mod, &p->mod, &p->owned, &log);
     if (is_cand || e->self)
         keep_log(e, &log);
+    if (st == KEVO_ERR_CUDA && (is_cand || e->self))
+        st = KEVO_ERR_COMPILE;   /* the driver would not load it (e.g. a huge __device__ array) */
     if (st == KEVO_ERR_COMPILE || st == KEVO_ERR_NOTFOUND) {
         if (is_cand || e->self) {
             kevo_eval_fail(e, KEVO_VERDICT_COMPILE_ERROR, json_pack("{s:s}", "log", e->compile_log),

@@ -79,6 +79,11 @@ static enum kevo_status t_sample(void *user, int arm, int i, double *sec, double
     st = e->b->ops->time(e->b->ctx, p->mod, s->calls, s->n_calls, c->batch[arm], 1, &smp, &e->err);
     if (st)
         return st;
+    if (arm) {             /* the reference's output must not wait in memory for the candidate */
+        st = kevo_eval_poison(e, c->x, s, 1);
+        if (st)
+            return st;
+    }
     if (!arm)
         c->launched[k] = 1;
     *sec = smp.seconds / c->batch[arm];

@@ -104,6 +104,7 @@ enum kevo_status kevo_eval_cand_fail(struct kevo_ev *e, struct kevo_wl *x, enum 
 
     switch (st) {
     case KEVO_ERR_LAUNCH:
+    case KEVO_ERR_CUDA:   /* e.g. out of memory for a kernel's local memory: its doing */
         kevo_eval_wl_fail(x, KEVO_VERDICT_LAUNCH_ERROR, evd, "launch refused during %s at %s: %s",
                           phase, x->desc, m);
         return KEVO_OK;
@@ -688,6 +689,10 @@ enum kevo_status kevo_eval_run_ref(struct kevo_ev *e, struct kevo_wl *x, struct 
         st = launch_sync(e, x, &e->ref, s, "run", kevo_eval_ref_fail);
     if (!st && !x->verdict)
         st = kevo_eval_get_outputs(e, x, s, dst);
+    /* The answer now lives on the host only: the candidate shares the device's memory and
+     * could otherwise scan for the reference's output and copy it. */
+    if (!st && !x->verdict && !e->self)
+        st = kevo_eval_poison(e, x, s, 1);
     return st;
 }
 

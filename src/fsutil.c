@@ -47,16 +47,21 @@ int kevo_fs_read_all(int fd, void *p, size_t n)
 int kevo_fs_mkdirs(const char *dir, mode_t mode)
 {
     char *d = kevo_strdup(dir);
+    struct stat sb;
     int rc = 0;
 
-    if (!d)
+    if (!d || !*d) {
+        kevo_free(d);
+        errno = EINVAL;
         return -1;
+    }
     for (char *s = d + 1; !rc; s++) {
         int end = *s == '\0';
         if (*s != '/' && !end)
             continue;
         *s = '\0';
-        if (mkdir(d, mode) != 0 && errno != EEXIST)
+        /* an existing directory is fine; an existing file in the way is not */
+        if (mkdir(d, mode) != 0 && (errno != EEXIST || stat(d, &sb) != 0 || !S_ISDIR(sb.st_mode)))
             rc = -1;
         if (end)
             break;

@@ -128,6 +128,9 @@ static void test_fsutil(void **state)
     close(fd);
     snprintf(path, sizeof path, "%s/a/b/c/f/g", root);    /* a file in the way */
     assert_int_equal(kevo_fs_mkdirs(path, 0700), -1);
+    snprintf(path, sizeof path, "%s/a/b/c/f", root);      /* the last part is a file */
+    assert_int_equal(kevo_fs_mkdirs(path, 0700), -1);
+    assert_int_equal(kevo_fs_mkdirs("", 0700), -1);
     setenv("KEVO_CACHE_DIR", "/x/y", 1);
     assert_int_equal(kevo_fs_cache_root(got, sizeof got), 0);
     assert_string_equal(got, "/x/y");
