@@ -91,8 +91,9 @@ static enum kevo_status t_sample(void *user, int arm, int i, double *sec, double
     return KEVO_OK;
 }
 
-/* Allocate sets 1..K-1 (set 0 is the correctness side), fill each with fresh inputs and
- * record the reference's outputs for it. Out of memory past 2 sets just means fewer. */
+/* Allocate sets 1..K-1 (set 0 is the correctness sides, the candidate's and the
+ * reference's, reused), fill each with fresh inputs and record the reference's outputs for
+ * it. Out of memory past 2 sets just means fewer. */
 static enum kevo_status sets_init(struct tctx *c)
 {
     struct kevo_ev *e = c->e;
@@ -100,10 +101,12 @@ static enum kevo_status sets_init(struct tctx *c)
     enum kevo_status st = KEVO_OK;
 
     c->cs[0] = x->cand;
+    if (c->rs)
+        c->rs[0] = x->ref;
     for (int k = 0; k < c->K && !st && !x->verdict; k++) {
         if (k > 0)
             st = kevo_eval_side_alloc(e, x, &c->cs[k], 0);
-        if (!st && !x->verdict && c->rs)
+        if (k > 0 && !st && !x->verdict && c->rs)
             st = kevo_eval_side_alloc(e, x, &c->rs[k], 1);
         if (st && k >= 2 && st != KEVO_ERR_DEVICE) {
             kevo_eval_side_free(e, x, &c->cs[k]);
@@ -298,7 +301,7 @@ enum kevo_status kevo_eval_wl_time(struct kevo_ev *e, struct kevo_wl *x)
 out:
     for (int k = 1; c.cs && k < K; k++)
         kevo_eval_side_free(e, x, &c.cs[k]);
-    for (int k = 0; c.rs && k < K; k++)
+    for (int k = 1; c.rs && k < K; k++)       /* rs[0] is x->ref, freed with x */
         kevo_eval_side_free(e, x, &c.rs[k]);
     for (size_t i = 0; c.expect && i < (size_t)K * (size_t)x->n_t; i++)
         kevo_eval_host_free(e, c.expect[i]);
