@@ -338,19 +338,6 @@ static enum kevo_status cache_compile(struct kevo_backend *b, const struct kevo_
 
 /* ---- compiling ---- */
 
-/* The distinct kernels a plan launches, in first-use order: the module's entries. */
-static enum kevo_status plan_entries(struct kevo_plan *p)
-{
-    p->ent = kevo_calloc((size_t)p->src->n_launches + 1, sizeof *p->ent);
-    if (!p->ent)
-        return KEVO_ERR_NOMEM;
-    for (int i = 0; i < p->src->n_launches; i++) {
-        if (kevo_eval_entry_of(p, p->src->launches[i].kernel) < 0)
-            p->ent[p->n_ent++] = p->src->launches[i].kernel;
-    }
-    return KEVO_OK;
-}
-
 /* The compiler output for the result, capped at LOG_CAP. */
 static void keep_log(struct kevo_ev *e, const struct kevo_buf *log)
 {
@@ -367,32 +354,26 @@ static void keep_log(struct kevo_ev *e, const struct kevo_buf *log)
     kevo_buf_free(&b);
 }
 
-/* The compile request of plan p; the candidate adds its params (as -D) and flags.
- * KEVO_ERR_INVALID when the request's param count does not match the candidate. */
-static enum kevo_status compile_req(const struct kevo_ev *e, const struct kevo_plan *p, int is_cand,
-                                    struct kevo_compile_req *r, const char **dn, int64_t *dv)
+/*
+ * The compile request of plan p: its distinct kernels (which become the plan's entry
+ * table, p->ent, owned by p) and, for a candidate, the request's params as -D defines.
+ * KEVO_ERR_INVALID when the request gives the wrong number of params.
+ */
+static enum kevo_status plan_request(const struct kevo_ev *e, struct kevo_plan *p, int is_cand,
+                                     struct kevo_compile_src *cs)
 {
-    const struct kevo_task *src = p->src;
+    const int64_t *params = is_cand ? e->req->params : NULL;
+    enum kevo_status st;
 
-    memset(r, 0, sizeof *r);
-    r->path = src->path;
-    r->source = src->source;
-    r->source_len = src->source_len;
-    r->n_entries = p->n_ent;
-    r->entries = p->ent;
-    if (!is_cand)
-        return KEVO_OK;
-    if (e->req->n_params && e->req->n_params != src->n_params)
+    memset(cs, 0, sizeof *cs);
+    if (is_cand && e->req->n_params && e->req->n_params != p->src->n_params)
         return KEVO_ERR_INVALID;
-    r->n_defines = src->n_params < KEVO_MAX_ARGS ? src->n_params : KEVO_MAX_ARGS;
-    for (int i = 0; i < r->n_defines; i++) {
-        dn[i] = src->params[i].name;
-        dv[i] = e->req->params ? e->req->params[i] : src->params[i].values[0];
-    }
-    r->define_names = dn;
-    r->define_values = dv;
-    r->n_flags = src->n_flags;
-    r->flags = (const char *const *)src->flags;
+    st = kevo_compile_src_init(cs, p->src, params);
+    if (st)
+        return st;
+    p->ent = cs->entries;               /* the plan keeps the entry table */
+    p->n_ent = cs->req.n_entries;
+    cs->entries = NULL;
     return KEVO_OK;
 }
 
@@ -401,18 +382,17 @@ static enum kevo_status compile_req(const struct kevo_ev *e, const struct kevo_p
  * task's fault (KEVO_ERR_INVALID). */
 static enum kevo_status compile_plan(struct kevo_ev *e, struct kevo_plan *p, int is_cand)
 {
-    const char *dn[KEVO_MAX_ARGS];
-    int64_t dv[KEVO_MAX_ARGS];
-    struct kevo_compile_req r;
+    struct kevo_compile_src cs;
     struct kevo_buf log;
-    enum kevo_status st = plan_entries(p);
+    enum kevo_status st = plan_request(e, p, is_cand, &cs);
 
     kevo_buf_init(&log, 1u << 20);
-    if (!st && compile_req(e, p, is_cand, &r, dn, dv))
+    if (st == KEVO_ERR_INVALID)
         st = kevo_eval_error(e, KEVO_ERR_INVALID, "the request gives %d params; %s declares %d",
                              e->req->n_params, p->src->path, p->src->n_params);
     if (!st)
-        st = cache_compile(e->b, &r, e->ref.mod, &p->mod, &p->owned, &log);
+        st = cache_compile(e->b, &cs.req, e->ref.mod, &p->mod, &p->owned, &log);
+    kevo_compile_src_free(&cs);
     if (is_cand || e->self)
         keep_log(e, &log);
     if (st == KEVO_ERR_CUDA && (is_cand || e->self))
