@@ -878,13 +878,28 @@ static enum kevo_status d_words(struct parser *p, int flags)
     return KEVO_OK;
 }
 
+/* torch LINE: repeated lines form one Python block (statements, then the expression). */
 static enum kevo_status d_torch(struct parser *p)
 {
-    enum kevo_status st = once(p, &p->torch_line);
+    enum kevo_status st = need_rest(p, "torch EXPR");
+    if (st)
+        return st;
+    if (p->n_torch++ && kevo_buf_add(&p->torch, "\n", 1) == KEVO_ERR_NOMEM)
+        return nomem(p);
+    if (kevo_buf_add(&p->torch, p->rest.s, p->rest.len) == KEVO_ERR_NOMEM)
+        return nomem(p);
+    return KEVO_OK;
+}
+
+/* atomics: outputs may vary run to run within the tolerance (float atomics). */
+static enum kevo_status d_atomics(struct parser *p)
+{
+    enum kevo_status st = once(p, &p->atomics_line);
+    if (!st && p->nt)
+        st = perr(p, KEVO_ERR_PARSE, p->line, p->tk[0].col, "expected 'atomics' with no "
+                  "arguments");
     if (!st)
-        st = need_rest(p, "torch EXPR");
-    if (!st)
-        st = dup_tok(p, p->rest, &p->t->torch);
+        p->t->atomics = 1;
     return st;
 }
 
@@ -951,7 +966,7 @@ static enum kevo_status d_param(struct parser *p)
 
 enum kw_id {
     K_TASK, K_DOC, K_TAGS, K_SIZE, K_HOLDOUT, K_INPUT, K_OUTPUT, K_SCALAR, K_SCRATCH,
-    K_TOL, K_BYTES, K_FLOPS, K_TORCH, K_LAUNCH, K_CALL, K_PARAM, K_FLAGS, K_COUNT
+    K_TOL, K_BYTES, K_FLOPS, K_TORCH, K_LAUNCH, K_CALL, K_PARAM, K_FLAGS, K_ATOMICS, K_COUNT
 };
 static const struct {
     const char *name;
@@ -965,7 +980,7 @@ static const struct {
     [K_BYTES] = { "bytes", 1, 0 },   [K_FLOPS] = { "flops", 1, 0 },
     [K_TORCH] = { "torch", 1, 0 },   [K_LAUNCH] = { "launch", 1, 1 },
     [K_CALL] = { "call", 1, 1 },     [K_PARAM] = { "param", 0, 1 },
-    [K_FLAGS] = { "flags", 0, 1 },
+    [K_FLAGS] = { "flags", 0, 1 },   [K_ATOMICS] = { "atomics", 1, 0 },
 };
 
 static enum kevo_status run_directive(struct parser *p, enum kw_id k)
@@ -988,6 +1003,7 @@ static enum kevo_status run_directive(struct parser *p, enum kw_id k)
     case K_CALL:    return d_call(p);
     case K_PARAM:   return d_param(p);
     case K_FLAGS:   return d_words(p, 1);
+    case K_ATOMICS: return d_atomics(p);
     default:        return perr(p, KEVO_ERR_PARSE, p->line, 1, "internal: bad keyword");
     }
 }
@@ -1019,7 +1035,7 @@ static enum kevo_status directive(struct parser *p, size_t kw)
     if (k == K_COUNT)
         return perr(p, KEVO_ERR_PARSE, p->line, p->kw.col, "unknown keyword '%s' (expected "
                     "one of task doc tags size holdout input output scalar scratch tol bytes "
-                    "flops torch launch call param flags)", q(b, p->kw.s, p->kw.len));
+                    "flops torch atomics launch call param flags)", q(b, p->kw.s, p->kw.len));
     if (p->task && !keywords[k].in_cand)
         return perr(p, KEVO_ERR_INVALID, p->line, p->kw.col, "a candidate may not declare "
                     "'%s' (a candidate has launch/call, scratch, param, flags and doc)",
@@ -1076,6 +1092,8 @@ static enum kevo_status file_checks(struct parser *p)
                     t->lang == KEVO_LANG_CUDA ? "launch" : "call", p->task ? "candidate" : "task",
                     t->lang == KEVO_LANG_CUDA ? "'// kevo launch KERNEL grid=G block=B (ARG, ...)'"
                                               : "'// kevo call FUNCTION(ARG, ...)'");
+    if (p->n_torch && !(p->t->torch = kevo_buf_take(&p->torch)))
+        return nomem(p);
     if (p->n_doc && !(p->t->doc = kevo_buf_take(&p->doc)))
         return nomem(p);
     return KEVO_OK;
@@ -1186,6 +1204,7 @@ static enum kevo_status parse_file(const struct kevo_task *task, const char *pat
     kevo_task_free(p.t);
     kevo_buf_free(&p.msg);
     kevo_buf_free(&p.doc);
+    kevo_buf_free(&p.torch);
     kevo_free(p.tk);
     kevo_free(p.names);
     kevo_free(p.recs);

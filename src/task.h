@@ -114,7 +114,8 @@ struct kevo_task {
     char *bytes;                  /* expression text, NULL if absent */
     char *flops;                  /* expression text, NULL if absent */
     enum kevo_unit flops_unit;
-    char *torch;                  /* PyTorch expression, NULL if absent */
+    char *torch;                  /* PyTorch block (torch lines joined with '\n'), NULL if absent */
+    int atomics;                  /* outputs may differ run to run within the tolerance */
     int n_launches; struct kevo_launch *launches;
     int n_params; struct kevo_param *params;
     int n_flags; char **flags;

@@ -212,6 +212,8 @@ struct parser {
     struct kevo_buf msg;
     struct kevo_buf doc;
     int n_doc;
+    struct kevo_buf torch;
+    int n_torch;
     /* the current directive */
     const char *l;
     size_t ll;
@@ -226,7 +228,7 @@ struct parser {
     struct rec *recs;
     int n_recs;
     int first_wl;                     /* first non-holdout size line, -1 */
-    int task_line, bytes_line, flops_line, torch_line;
+    int task_line, bytes_line, flops_line, atomics_line;
     int unknown_name;                 /* set by known_name() when it refuses */
 };
 
