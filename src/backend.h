@@ -69,6 +69,14 @@ struct kevo_val {
     double f;
 };
 
+/*
+ * A call whose entry is KEVO_ENTRY_FILL is not a kernel: it fills args[1].i bytes at
+ * device address args[0].ptr (4-byte aligned) with the repeating 4-byte pattern args[2].i,
+ * in stream order with the kernels around it. Timed batches use it to poison the outputs
+ * before every pass (kevo_call_fill builds one).
+ */
+#define KEVO_ENTRY_FILL (-1)
+
 /* One launch of the plan with every expression evaluated. */
 struct kevo_call {
     int entry;                /* index into the module's entries */
@@ -77,6 +85,20 @@ struct kevo_call {
     int n_args;
     struct kevo_val args[KEVO_MAX_ARGS];
 };
+
+/* A KEVO_ENTRY_FILL call. */
+static inline struct kevo_call kevo_call_fill(uint64_t dst, size_t bytes, uint32_t pattern)
+{
+    struct kevo_call c = {.entry = KEVO_ENTRY_FILL, .grid = {1, 1, 1}, .block = {1, 1, 1},
+                          .n_args = 3};
+    c.args[0].kind = KEVO_VAL_PTR;
+    c.args[0].ptr = dst;
+    c.args[1].kind = KEVO_VAL_INT;
+    c.args[1].i = (int64_t)bytes;
+    c.args[2].kind = KEVO_VAL_INT;
+    c.args[2].i = (int64_t)pattern;
+    return c;
+}
 
 /* Result of one timed batch. */
 struct kevo_sample {

@@ -656,6 +656,18 @@ static enum kevo_status check_call(struct kevo_module *m, int ci, const struct k
     return KEVO_OK;
 }
 
+/* A fill the runner will do: inside the arena, 4-byte aligned. */
+static enum kevo_status check_fill(struct cpu_ctx *ctx, int ci, const struct kevo_call *c,
+                                   struct kevo_buf *err)
+{
+    if (c->n_args != 3 || c->args[0].ptr % 4 || c->args[1].i < 0 ||
+        !arena_has(&ctx->arena, c->args[0].ptr, (size_t)c->args[1].i)) {
+        msgf(err, "call %d: a fill outside device memory", ci);
+        return KEVO_ERR_INVALID;
+    }
+    return KEVO_OK;
+}
+
 /* Everything a launch or a timed batch does before it sends the plan. */
 static enum kevo_status prepare(struct cpu_ctx *ctx, struct kevo_module *m,
                                 const struct kevo_call *calls, int n_calls,
@@ -675,7 +687,8 @@ static enum kevo_status prepare(struct cpu_ctx *ctx, struct kevo_module *m,
             msgf(err, "call %d has %d arguments", c, calls[c].n_args);
             return KEVO_ERR_LAUNCH;
         }
-        st = check_call(m, c, &calls[c], err);
+        st = calls[c].entry == KEVO_ENTRY_FILL ? check_fill(ctx, c, &calls[c], err)
+                                               : check_call(m, c, &calls[c], err);
     }
     return st;
 }

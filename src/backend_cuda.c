@@ -83,6 +83,9 @@ struct pinned {
 
 /* One launch, checked and marshalled, ready for cuLaunchKernel. */
 struct prepared {
+    int fill;                         /* a KEVO_ENTRY_FILL call: dst, bytes, pattern */
+    uint64_t dst, bytes;
+    uint32_t pattern;
     CUfunction f;
     const char *name;
     uint32_t grid[3], block[3], smem;
@@ -625,6 +628,18 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
 {
     enum kevo_status st;
 
+    if (call->entry == KEVO_ENTRY_FILL) {
+        if (call->n_args != 3 || call->args[0].ptr % 4 != 0 || call->args[1].i < 0) {
+            msgf(err, "launch %d: a fill needs an aligned address and a size", i);
+            return KEVO_ERR_INVALID;
+        }
+        p->fill = 1;
+        p->dst = call->args[0].ptr;
+        p->bytes = (uint64_t)call->args[1].i;
+        p->pattern = (uint32_t)call->args[2].i;
+        p->name = "fill";
+        return KEVO_OK;
+    }
     if (!m || call->entry < 0 || call->entry >= m->n_entries) {
         msgf(err, "launch %d: entry %d does not exist (module has %d)", i, call->entry,
              m ? m->n_entries : 0);
@@ -688,7 +703,20 @@ static enum kevo_status enqueue(struct cuda_ctx *c, const struct prepared *p,
 {
     const struct kevo_cudrv *d = c->d;
     size_t before = err ? err->len : 0;
-    enum kevo_status st = KEVO_CU_LAUNCH(
+    enum kevo_status st;
+
+    if (p->fill) {
+        st = KEVO_OK;
+        if (p->bytes / 4)
+            st = KEVO_CU(d, err, d->cuMemsetD32Async((CUdeviceptr)p->dst, p->pattern,
+                                                     p->bytes / 4, c->stream));
+        for (uint64_t i = 0; !st && i < p->bytes % 4; i++)
+            st = KEVO_CU(d, err, d->cuMemsetD8Async((CUdeviceptr)(p->dst + p->bytes / 4 * 4 + i),
+                                                    (unsigned char)(p->pattern >> (8 * i)), 1,
+                                                    c->stream));
+        return note(c, st);
+    }
+    st = KEVO_CU_LAUNCH(
         d, err, d->cuLaunchKernel(p->f, p->grid[0], p->grid[1], p->grid[2], p->block[0],
                                   p->block[1], p->block[2], p->smem, c->stream,
                                   (void **)p->argp, NULL));

@@ -418,7 +418,8 @@ static int parse_calls(const char *p, size_t len, int n_calls, int n_entries,
             return -1;
         memcpy(hdr, p + off, sizeof hdr);
         off += sizeof hdr;
-        if (hdr[0] < 0 || hdr[0] >= n_entries || hdr[1] < 0 || hdr[1] > KEVO_MAX_ARGS ||
+        if (hdr[0] < -1 || hdr[0] >= n_entries || (hdr[0] == -1 && hdr[1] != 3) ||
+            hdr[1] < 0 || hdr[1] > KEVO_MAX_ARGS ||
             (len - off) / sizeof(struct kevo_val) < (size_t)hdr[1])
             return -1;
         calls[c].entry = hdr[0];
@@ -427,6 +428,18 @@ static int parse_calls(const char *p, size_t len, int n_calls, int n_entries,
         off += sizeof(struct kevo_val) * (size_t)hdr[1];
     }
     return off == len ? 0 : -1;
+}
+
+/* A KEVO_ENTRY_FILL call (the worker checked it lies in the arena): the 4-byte pattern
+ * repeated over the bytes, as the backend's fill32 does. */
+static void run_fill(const struct kevo_val *a)
+{
+    unsigned char *p = (unsigned char *)(uintptr_t)a[0].ptr;
+    uint32_t pat = (uint32_t)a[2].i;
+    size_t n = (size_t)a[1].i;
+
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(pat >> (8 * (i & 3)));
 }
 
 /* Serve RUN commands until the worker goes away. */
@@ -453,6 +466,10 @@ runner_loop(const struct kevo_shim_entry *t, int n, volatile int32_t *slot)
         struct sb_msg r = { SB_MAGIC, SB_DONE, m.seq, 0, 0, 0, 0 };
         for (int p = 0; p < m.a && !r.a; p++) {
             for (int c = 0; c < m.b; c++) {
+                if (calls[c].entry < 0) {
+                    run_fill(calls[c].args);
+                    continue;
+                }
                 *slot = calls[c].entry;
                 if (t[calls[c].entry].call(calls[c].args, calls[c].n_args) != 0) {
                     r.a = 1;

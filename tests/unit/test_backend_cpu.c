@@ -848,6 +848,38 @@ static void test_time(void **state)
     assert_int_equal(f->b.ops->time(f->b.ctx, m, &c, 1, 1, 0, &s, &f->err), KEVO_ERR_LAUNCH);
 }
 
+/* Fill calls run in plan order inside every pass of a batch (the harness re-poisons the
+ * outputs between the passes of a timed batch with them). */
+static void test_fill_calls(void **state)
+{
+    struct fx *f = *state;
+    struct kevo_module *m = compile1(f, "void inc(long *p) { *p += 1; }\n", "inc");
+    uint64_t a = dalloc(f, 8), g = dalloc(f, 64);
+    struct kevo_call c[2];
+    struct kevo_sample s;
+    unsigned char bytes[7];
+
+    memset(c, 0, sizeof c);
+    c[0] = kevo_call_fill(a, 8, 0);
+    c[1].n_args = 1;
+    c[1].args[0] = P(a);
+    // [fill 0, inc] x 3 leaves 1: each pass starts from the fill
+    assert_int_equal(f->b.ops->time(f->b.ctx, m, c, 2, 3, 0, &s, &f->err), KEVO_OK);
+    assert_int_equal(read_i64(f, a), 1);
+    // [inc] x 3 after that: 4
+    assert_int_equal(f->b.ops->time(f->b.ctx, m, c + 1, 1, 3, 0, &s, &f->err), KEVO_OK);
+    assert_int_equal(read_i64(f, a), 4);
+    // a fill alone, with a tail of 3 bytes: the pattern's bytes in little-endian order
+    c[0] = kevo_call_fill(g, 7, 0x44332211u);
+    assert_int_equal(f->b.ops->launch(f->b.ctx, m, c, 1, &f->err), KEVO_OK);
+    assert_int_equal(f->b.ops->sync(f->b.ctx, &f->err), KEVO_OK);
+    assert_int_equal(f->b.ops->download(f->b.ctx, bytes, g, 7), KEVO_OK);
+    assert_memory_equal(bytes, "\x11\x22\x33\x44\x11\x22\x33", 7);
+    // outside device memory: refused before anything runs
+    c[0] = kevo_call_fill(4096, 8, 0);
+    assert_int_equal(f->b.ops->launch(f->b.ctx, m, c, 1, &f->err), KEVO_ERR_INVALID);
+}
+
 static void test_background_thread_frozen(void **state)
 {
     struct fx *f = *state;
@@ -891,6 +923,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_call_bad_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_entry_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fill_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_found_by_memory_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc, setup, teardown),

@@ -601,6 +601,23 @@ static void test_gpu_time(void **state)
     c.n_args = 5;
     assert_int_equal(b->ops->time(b->ctx, m, &c, 1, 0, 1, &bad, &err), KEVO_ERR_INVALID);
     timed(b, m, &c, 3, 1, &s1);            /* and timing still works afterwards */
+    /* fill calls run in plan order in every pass: [kernel, fill 2.0f] ends with 2.0,
+     * [fill 0, kernel] with 7 again, and a 7-byte fill writes the pattern's bytes */
+    struct kevo_call plan[2] = { c, kevo_call_fill(dy, (size_t)n * 4, 0x40000000u) };
+    assert_int_equal(b->ops->time(b->ctx, m, plan, 2, 2, 1, &s1, &err), KEVO_OK);
+    assert_int_equal(b->ops->download(b->ctx, y, dy + 4 * 1000, sizeof y), KEVO_OK);
+    assert_true(y[0] == 2.0f && y[3] == 2.0f);
+    plan[0] = kevo_call_fill(dy, (size_t)n * 4, 0);
+    plan[1] = c;
+    assert_int_equal(b->ops->time(b->ctx, m, plan, 2, 4, 1, &s1, &err), KEVO_OK);
+    assert_int_equal(b->ops->download(b->ctx, y, dy + 4 * 1000, sizeof y), KEVO_OK);
+    assert_true(y[0] == 7.0f && y[3] == 7.0f);
+    unsigned char bytes[8] = { 0 };
+    plan[0] = kevo_call_fill(dy, 7, 0x44332211u);
+    assert_int_equal(b->ops->launch(b->ctx, m, plan, 1, &err), KEVO_OK);
+    assert_int_equal(b->ops->sync(b->ctx, &err), KEVO_OK);
+    assert_int_equal(b->ops->download(b->ctx, bytes, dy, 8), KEVO_OK);
+    assert_memory_equal(bytes, "\x11\x22\x33\x44\x11\x22\x33", 7);
     kevo_buf_free(&err);
     b->ops->free(b->ctx, dx);
     b->ops->free(b->ctx, dy);
