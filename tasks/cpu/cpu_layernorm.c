@@ -3,7 +3,7 @@
 // kevo doc    weight and bias, on the CPU: y[r,c] = (x[r,c] - mean_r) / sqrt(var_r + eps) * w[c]
 // kevo doc    + b[c], where mean_r and var_r are the mean and the biased variance of row r.
 // kevo tags   norm reduction
-// kevo size   M=1024 N=1024
+// kevo size   M=2048 N=2048
 // kevo size   M=333 N=4097
 // kevo holdout M=5 N=12345
 // kevo input  x f32[M,N] normal(3,2)
