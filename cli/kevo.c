@@ -28,6 +28,8 @@ static const char usage_text[] =
     "  eval TASK [CANDIDATE...]          verify and time the reference and the candidates\n"
     "       [--json] [--device N] [--backend cpu|cuda] [--trials N] [--holdout]\n"
     "       [--no-timing] [--deadline SECONDS] [--time-cap SECONDS]\n"
+    "  bench [TASK|DIR...] [--candidates DIR] [--baselines FILE] [--json]\n"
+    "       [eval options]               evaluate a suite (default: tasks/) and score it\n"
     "  calibrate [--device N] [--backend cpu|cuda] [--force] [--json]\n"
     "                                    measure bandwidth and peaks of this device\n"
     "  version                           print the version\n"
@@ -304,6 +306,49 @@ static void print_report(json_t *doc)
         print_result(str(c, "path", "?"), c, 1);
 }
 
+/* One option shared by eval and bench at argv[*i]: 1 consumed (and *i advanced past its
+ * value), 0 not an eval option, -1 bad usage (already reported). */
+static int eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
+{
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+
+    if (strcmp(a, "--holdout") == 0) {
+        o->holdout = 1;
+        return 1;
+    }
+    if (strcmp(a, "--no-timing") == 0) {
+        o->no_timing = 1;
+        return 1;
+    }
+    if (strcmp(a, "--device") == 0) {
+        long d = parse_count(v);
+        if (d < 0 || d > 1024)
+            return usage("--device needs a device number"), -1;
+        o->device = (int)d;
+    } else if (strcmp(a, "--trials") == 0) {
+        long t = parse_count(v);
+        if (t < 3 || t > 100)
+            return usage("--trials needs a number from 3 to 100"), -1;
+        o->trials = (int)t;
+    } else if (strcmp(a, "--backend") == 0) {
+        if (parse_backend(v, &o->backend))
+            return usage("--backend is cpu or cuda"), -1;
+    } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--time-cap") == 0) {
+        double sec = parse_seconds(v);
+        if (sec <= 0)
+            return usage("--deadline/--time-cap need a number of seconds"), -1;
+        if (a[2] == 'd')
+            o->deadline_s = sec;
+        else
+            o->time_cap_s = sec;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
 static int cmd_eval(int argc, char **argv)
 {
     struct kevo_eval_opts o;
@@ -317,38 +362,13 @@ static int cmd_eval(int argc, char **argv)
         return EXIT_FAILED;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int r = eval_option(argc, argv, &i, &o);
+        if (r < 0)
+            return free(cands), EXIT_USAGE;
+        if (r > 0)
+            continue;
         if (strcmp(a, "--json") == 0) {
             as_json = 1;
-        } else if (strcmp(a, "--holdout") == 0) {
-            o.holdout = 1;
-        } else if (strcmp(a, "--no-timing") == 0) {
-            o.no_timing = 1;
-        } else if (strcmp(a, "--device") == 0) {
-            long d = parse_count(v);
-            if (d < 0 || d > 1024)
-                return free(cands), usage("--device needs a device number");
-            o.device = (int)d;
-            i++;
-        } else if (strcmp(a, "--trials") == 0) {
-            long t = parse_count(v);
-            if (t < 3 || t > 100)
-                return free(cands), usage("--trials needs a number from 3 to 100");
-            o.trials = (int)t;
-            i++;
-        } else if (strcmp(a, "--backend") == 0) {
-            if (parse_backend(v, &o.backend))
-                return free(cands), usage("--backend is cpu or cuda");
-            i++;
-        } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--time-cap") == 0) {
-            double s = parse_seconds(v);
-            if (s <= 0)
-                return free(cands), usage("--deadline/--time-cap need a number of seconds");
-            if (a[2] == 'd')
-                o.deadline_s = s;
-            else
-                o.time_cap_s = s;
-            i++;
         } else if (a[0] == '-') {
             fprintf(stderr, "kevo: unknown option '%s'\n", a);
             return free(cands), usage(NULL);
@@ -374,6 +394,117 @@ static int cmd_eval(int argc, char **argv)
     kevo_free(json);
     kevo_free(msg);
     free(cands);
+    return rc;
+}
+
+/* ---- bench ---- */
+
+static void bench_progress(void *user, int i, int n, const char *path)
+{
+    int tty = *(int *)user;
+    fprintf(stderr, tty ? "\r\033[K[%d/%d] %s" : "[%d/%d] %s\n", i + 1, n, path);
+    fflush(stderr);
+}
+
+/* "x1.23" or "-" */
+static void fmt_ratio(char *out, size_t n, json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_number(v) && json_number_value(v) > 0)
+        snprintf(out, n, "%.2fx", json_number_value(v));
+    else
+        snprintf(out, n, "-");
+}
+
+static void print_fast(json_t *sc, const char *key, const char *label)
+{
+    json_t *f = json_object_get(sc, key);
+    if (f)
+        printf("fast_p vs %-10s p=1: %.2f  p=1.5: %.2f  p=2: %.2f\n", label,
+               num(f, "1"), num(f, "1.5"), num(f, "2"));
+}
+
+static void print_bench(json_t *doc)
+{
+    size_t i;
+    json_t *e, *sc = json_object_get(doc, "scores");
+
+    printf("%-32s %-10s %11s %6s %8s %8s %8s  %s\n", "task", "verdict", "time", "%SOL",
+           "vs ref", "vs eager", "vs comp", "subject");
+    json_array_foreach(json_object_get(doc, "tasks"), i, e) {
+        json_t *w0 = json_array_get(json_object_get(e, "workloads"), 0);
+        char t[32] = "-", r[16], ea[16], co[16];
+        if (w0 && num(w0, "time_s") > 0)
+            fmt_time(t, sizeof t, num(w0, "time_s"));
+        fmt_ratio(r, sizeof r, e, "speedup");
+        fmt_ratio(ea, sizeof ea, e, "speedup_eager");
+        fmt_ratio(co, sizeof co, e, "speedup_compile");
+        printf("%-32s %-10s %11s %5.1f%% %8s %8s %8s  %s\n", str(e, "task", "?"),
+               str(e, "verdict", "?"), t, 100 * num(e, "sol_fraction"), r, ea, co,
+               str(e, "subject", "?"));
+        if (strcmp(str(e, "verdict", "?"), "ok") != 0)
+            printf("    %s\n", str(e, "message", ""));
+    }
+    printf("\n%d tasks, %d ok (correctness %.2f); geomean fraction of SOL %.3f",
+           (int)num(sc, "tasks"), (int)num(sc, "ok"), num(sc, "correctness"),
+           num(sc, "geomean_sol_fraction"));
+    if (json_object_get(sc, "mean_sol_score"))
+        printf("; SOL score %.3f (base: %s)", num(sc, "mean_sol_score"),
+               str(sc, "sol_score_base", "?"));
+    printf("\n(time and %%SOL: the first workload; speedups: geometric means over workloads)\n");
+    print_fast(sc, "fast_p_vs_reference", "reference");
+    print_fast(sc, "fast_p_vs_eager", "eager");
+    print_fast(sc, "fast_p_vs_compile", "compile");
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    struct kevo_bench_opts o;
+    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    int n = 0, as_json = 0, rc = 0, tty = isatty(2);
+    char *json = NULL, *msg = NULL;
+
+    kevo_bench_opts_default(&o);
+    if (!paths)
+        return EXIT_FAILED;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int r = eval_option(argc, argv, &i, &o.eval);
+        if (r < 0)
+            return free(paths), EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (strcmp(a, "--json") == 0) {
+            as_json = 1;
+        } else if (strcmp(a, "--candidates") == 0 || strcmp(a, "--baselines") == 0) {
+            if (i + 1 >= argc)
+                return free(paths), usage("--candidates/--baselines need a path");
+            *(a[2] == 'c' ? &o.cand_dir : &o.baselines) = argv[++i];
+        } else if (a[0] == '-') {
+            fprintf(stderr, "kevo: unknown option '%s'\n", a);
+            return free(paths), usage(NULL);
+        } else {
+            paths[n++] = a;
+        }
+    }
+    if (!n)
+        paths[n++] = "tasks";
+    enum kevo_status st = kevo_bench_json(paths, n, &o, bench_progress, &tty, &json, &msg);
+    if (tty)
+        fprintf(stderr, "\r\033[K");
+    if (st != KEVO_OK) {
+        fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
+        rc = EXIT_FAILED;
+    } else if (as_json) {
+        printf("%s\n", json);
+    } else {
+        json_t *doc = json_loads(json, 0, NULL);
+        print_bench(doc);
+        json_decref(doc);
+    }
+    kevo_free(json);
+    kevo_free(msg);
+    free(paths);
     return rc;
 }
 
@@ -455,6 +586,8 @@ int main(int argc, char **argv)
         return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0)
         return cmd_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "calibrate") == 0)
         return cmd_calibrate(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

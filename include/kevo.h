@@ -113,6 +113,26 @@ KEVO_NODISCARD enum kevo_status kevo_eval_json(const char *task_path, const char
                                                int n_cands, const struct kevo_eval_opts *opts,
                                                char **out_json, char **out_msg);
 
+/* `kevo bench`: evaluate a suite of tasks and score it (docs/bench.md). */
+struct kevo_bench_opts {
+    struct kevo_eval_opts eval;   /* for every task */
+    const char *cand_dir;         /* NULL: the references; else DIR/NAME.cu|.c, DIR/NAME/... */
+    const char *baselines;        /* NULL, or a file written by bench/torch_baseline.py */
+};
+void kevo_bench_opts_default(struct kevo_bench_opts *o);
+/* Called before each task: index, count, path (borrowed). */
+typedef void (*kevo_bench_progress_fn)(void *user, int i, int n, const char *path);
+/*
+ * Evaluate every task file under paths (files, or directories walked in name order) and
+ * return the bench document as JSON (kevo_free it). A task kevo cannot evaluate is an
+ * entry with verdict "error"; a non-OK status means no bench at all (no task files, a
+ * bad baselines file), with *out_msg set.
+ */
+KEVO_NODISCARD enum kevo_status kevo_bench_json(const char *const *paths, int n_paths,
+                                                const struct kevo_bench_opts *o,
+                                                kevo_bench_progress_fn progress, void *user,
+                                                char **out_json, char **out_msg);
+
 /* Measure (or load from cache when !force) this device's bandwidth and peaks; JSON out. */
 KEVO_NODISCARD enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device,
                                                     int force, char **out_json, char **out_msg);

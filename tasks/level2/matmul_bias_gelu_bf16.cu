@@ -3,11 +3,11 @@
 // kevo doc    float accumulation. X [M,K] row-major, W [N,K] (nn.Linear layout), b [N]; gelu_tanh(v) =
 // kevo doc    0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))). Y is rounded to bf16 once, at the end.
 // kevo tags   gemm epilogue gelu bf16 fusion
-// kevo size   M=2048 N=8192 K=2048
+// kevo size   M=2048 N=16384 K=4096
 // kevo size   M=128 N=4096 K=1024
 // kevo holdout M=257 N=1003 K=509
 // kevo input  x bf16[M,K] normal(0,1)
-// kevo input  w bf16[N,K] normal(0,0.03)
+// kevo input  w bf16[N,K] normal(0,0.02)
 // kevo input  b bf16[N] uniform(-1,1)
 // kevo output y bf16[M,N]
 // kevo scratch acc f32[M,N]
@@ -22,13 +22,13 @@
  * shared-memory tiled GEMM, one output per thread, bf16 converted to float on the way into
  * shared memory, float accumulation, writes the float product to a scratch matrix; (2) one
  * thread per element adds the bias, applies tanh-GELU in float and rounds to bf16. A fused
- * kernel keeps the product in registers and runs on tensor cores. Sizes: 2048 tokens of a
- * 2048-wide model going to its 4x MLP width (8192); 69 GFLOP, a few ms naive, ~0.1 ms at the
- * bf16 tensor-core peak. The holdout has no dimension that is a multiple of 2, 8 or 16 (odd K
- * means rows are not 16-byte aligned).
- * Inputs: with K=2048, X ~ N(0,1) and W ~ N(0,0.03) the product has std ~1.36, plus a bias in
+ * kernel keeps the product in registers and runs on tensor cores. Size: 2048 tokens of a
+ * 4096-wide (GPT-J-6B-like) model going to its 4x MLP width 16384: 275 GFLOP, ~45 ms naive on
+ * an H100, ~0.35 ms at the bf16 tensor-core peak. The holdout has no dimension that is a
+ * multiple of 2, 8 or 16 (odd K means rows are not 16-byte aligned).
+ * Inputs: with K=4096, X ~ N(0,1) and W ~ N(0,0.02) the product has std ~1.28, plus a bias in
  * [-1,1], so the GELU sees both its linear and its curved/negative region and the output
- * spreads over roughly [-0.17, 6]; zeros or a constant fail by far.
+ * spreads over roughly [-0.17, 7]; zeros or a constant fail by far.
  * Tolerance: bf16 products are exact in float, so a tensor-core candidate differs from this
  * float sum only by summation order (~1e-6 relative); the output rounding to bf16 (up to one
  * ulp, 0.4%, between two correct roundings) and PyTorch's rounding of the intermediate

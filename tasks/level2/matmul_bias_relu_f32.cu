@@ -2,7 +2,7 @@
 // kevo doc    Linear layer with ReLU in float32: Y = relu(X W^T + b). X [M,K] row-major, W [N,K]
 // kevo doc    (nn.Linear layout), b [N], Y [M,N]. Full fp32 precision (TF32 is not accurate enough).
 // kevo tags   gemm epilogue relu fusion
-// kevo size   M=2048 N=4096 K=4096
+// kevo size   M=4096 N=4096 K=4096
 // kevo size   M=256 N=1024 K=1024
 // kevo holdout M=131 N=1001 K=515
 // kevo input  x f32[M,K] normal(0,1)
@@ -20,8 +20,8 @@
  * matmul_bias_relu_f32 - the reference, unfused: (1) a classic 16x16 shared-memory tiled
  * GEMM (one output per thread, float accumulation) into a scratch matrix; (2) one thread per
  * element adds the bias and clamps at zero. A candidate fuses the epilogue into a fast fp32
- * GEMM. Size: 2048 tokens through a 4096x4096 projection, 69 GFLOP (~1 ms at the fp32 CUDA-core
- * peak; tens of ms naive).
+ * GEMM. Size: 4096 tokens through a 4096x4096 projection, 137 GFLOP (~2 ms at the fp32
+ * CUDA-core peak; ~22 ms naive on an H100).
  * Inputs: with K=4096, X ~ N(0,1), W ~ N(0,0.02) the product has std ~1.28, plus a bias in
  * [-1,1]: about half the outputs are clamped to exactly 0, the rest spread up to ~6.
  * Tolerance: the sum has 4096 terms of size ~0.016; a correct fp32 kernel summing in any
