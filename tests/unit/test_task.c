@@ -707,6 +707,25 @@ static void test_errors_bytes_flops(void **state)
     parse_bad("t.cu", HEAD "// kevo bytes M/0\n", KEVO_ERR_INVALID, 3, 16, "division by zero");
 }
 
+/* torch lines join into one Python block; atomics is a flag without arguments. */
+static void test_torch_block_and_atomics(void **state)
+{
+    (void)state;
+    struct kevo_task *t = parse_ok("t.cu", HEAD BODY "// kevo torch  h = x * 2\n"
+                                   "// kevo atomics\n// kevo torch  h + 1\n");
+    assert_string_equal(t->torch, "h = x * 2\nh + 1");
+    assert_int_equal(t->atomics, 1);
+    kevo_task_free(t);
+    t = parse_ok("t.cu", HEAD BODY);
+    assert_null(t->torch);
+    assert_int_equal(t->atomics, 0);
+    kevo_task_free(t);
+    parse_bad("t.cu", HEAD BODY "// kevo atomics yes\n", KEVO_ERR_PARSE, 7, 17,
+              "expected 'atomics' with no arguments");
+    parse_bad("t.cu", HEAD BODY "// kevo atomics\n// kevo atomics\n", KEVO_ERR_INVALID, 8, 9,
+              "'atomics' declared twice (first at line 7)");
+}
+
 static void test_errors_shapes_under_workloads(void **state)
 {
     (void)state;
@@ -1076,6 +1095,7 @@ int main(void)
         cmocka_unit_test(test_errors_randint),
         cmocka_unit_test(test_errors_scalars_tols),
         cmocka_unit_test(test_errors_bytes_flops),
+        cmocka_unit_test(test_torch_block_and_atomics),
         cmocka_unit_test(test_errors_shapes_under_workloads),
         cmocka_unit_test(test_errors_launch),
         cmocka_unit_test(test_errors_bytes_in_file),
