@@ -52,7 +52,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 test: deps-check $(KEVO) $(TBINS)
 	@set -e; for t in $(TBINS); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
 	$(KEVO) check tasks/ tests/exploits/tasks/
-	$(KEVO) check --task tasks/cpu/softmax_rows.c examples/softmax_rows_fast.c
+	$(KEVO) check --task tasks/cpu/cpu_softmax_rows.c examples/softmax_rows_fast.c
 	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu
 	$(KEVO) check bench/tasks/scale_shift.cu
 	$(KEVO) check --task bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu

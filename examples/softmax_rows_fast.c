@@ -1,7 +1,7 @@
 // kevo call   softmax_rows_fast(x, y, M, N)
 // kevo flags  -O3 -march=native -fopenmp
 /*
- * A candidate for tasks/cpu/softmax_rows.c: rows in parallel with OpenMP, the maximum and
+ * A candidate for tasks/cpu/cpu_softmax_rows.c: rows in parallel with OpenMP, the maximum and
  * the scaled exponentials in vectorizable loops, the sum in double like the reference.
  */
 #include <math.h>

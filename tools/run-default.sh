@@ -8,5 +8,5 @@ if [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; then
     exec "$kevo" eval tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu
 else
     echo "no GPU found: CPU backend"
-    exec "$kevo" eval tasks/cpu/softmax_rows.c examples/softmax_rows_fast.c
+    exec "$kevo" eval tasks/cpu/cpu_softmax_rows.c examples/softmax_rows_fast.c
 fi

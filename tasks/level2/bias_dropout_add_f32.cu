@@ -14,7 +14,7 @@
 // kevo scratch t1 f32[M,N]
 // kevo scratch t2 f32[M,N]
 // kevo scalar p f32 0.1
-// kevo tol    rtol=1e-5 atol=1e-6
+// kevo tol    rtol=1e-5 atol=5e-6
 // kevo bytes  13*M*N + 4*N
 // kevo flops  3*M*N
 // kevo torch  residual + (x + bias) * mask.to(torch.float32) * (1.0 / (1.0 - p))
@@ -30,9 +30,11 @@
  * the function is the formula, for any mask; p=0.1 makes the scale 1/0.9, not a power of 2.
  * Inputs: x ~ N(0,1) plus a per-column bias; residual ~ N(1,1); so y equals neither the
  * residual (half the elements add a term of size ~1.2) nor a constant.
- * Tolerance: rtol=1e-5 atol=1e-6: the result is a few float operations on O(1) values; a
- * different association ((x+b)*scale*m, FMA contraction, dividing by 1-p) changes it by a
- * few ulps (~1e-6 absolute where the sum cancels).
+ * Tolerance: rtol=1e-5 atol=5e-6: the result is a few float operations on values up to ~6
+ * (ulp 4.8e-7); a different association ((x+b)*scale*m, FMA contraction, dividing by 1-p)
+ * changes it by a few such ulps, which is absolute error where residual and the dropped-in
+ * term cancel (this reference is within 1e-6 of the fp64 result). Skipping the 1/(1-p)
+ * scale errs by ~0.1-0.7 and fails.
  */
 
 extern "C" __global__ void add_bias_ref(const float *x, const float *bias, float *t1,

@@ -11,7 +11,7 @@
 // kevo input  bias f32[K] uniform(-1,1)
 // kevo output y f32[B,K,H,W]
 // kevo scratch acc f32[B,K,H,W]
-// kevo tol    rtol=1e-4 atol=2e-5
+// kevo tol    rtol=1e-4 atol=5e-5
 // kevo bytes  4*B*C*H*W + 4*K*C*9 + 4*K + 4*B*K*H*W
 // kevo flops  2*B*K*H*W*C*9
 // kevo torch  F.relu(F.conv2d(x, w, bias, padding=1))
@@ -22,14 +22,17 @@
  * output element, looping over input channels and the 3x3 window (inputs and weights come
  * from L1/L2; no tiling), into a scratch tensor; (2) one thread per element adds the
  * per-channel bias and applies ReLU. Size: a ResNet-style 3x3 layer, 128 channels in and
- * out at 56x56, batch 32: 29.6 GFLOP, so a good implicit-GEMM kernel is
- * compute-bound; the second size is a late-stage layer (14x14, 256 channels) where the
- * spatial extent is small. The holdout has odd channel counts and H != W, both prime or odd.
+ * out at 56x56, batch 32: 29.6 GFLOP, so a good implicit-GEMM kernel is compute-bound (the
+ * reference takes ~4.6 ms on an H100); the second size is a late-stage layer (14x14, 256
+ * channels) where the spatial extent is small. The holdout has odd channel counts and
+ * H != W, all odd or prime.
  * Inputs: each output sums C*9 = 1152 terms of x ~ N(0,1) times w ~ N(0,0.03), std ~1.0,
  * plus a bias in [-1,1]: about half the outputs clamp to exactly 0, the rest spread to ~4.
- * Tolerance: any fp32 summation order differs by ~1e-6 absolute on these 1152-term sums, so
- * rtol=1e-4 atol=2e-5 is a wide margin; TF32 (PyTorch's cuDNN default, to be disabled when
- * validating) errs by ~1e-3 and fails.
+ * Tolerance: this sequential sum differs from the exact (fp64) result by up to ~8e-6 on the
+ * 1152-term sums (~1.4e-5 on the second size's 2304 terms; measured on an H100), another
+ * fp32 order by about as much, so rtol=1e-4 atol=5e-5 leaves a margin of ~3x on the worst
+ * element; TF32 (PyTorch's cuDNN default, to be disabled when validating) errs by ~2e-3,
+ * relative L2 ~2.5e-4, and fails.
  */
 
 extern "C" __global__ void conv3x3_ref(const float *x, const float *w, float *acc, int nb,

@@ -10,7 +10,7 @@
 // kevo input  b f32[N] uniform(-1,1)
 // kevo output y f32[M,N]
 // kevo scratch acc f32[M,N]
-// kevo tol    rtol=1e-4 atol=5e-5
+// kevo tol    rtol=1e-4 atol=1e-4
 // kevo bytes  4*M*K + 4*N*K + 4*N + 4*M*N
 // kevo flops  2*M*N*K
 // kevo torch  torch.relu(F.linear(x, w, b))
@@ -24,10 +24,12 @@
  * CUDA-core peak; ~22 ms naive on an H100).
  * Inputs: with K=4096, X ~ N(0,1), W ~ N(0,0.02) the product has std ~1.28, plus a bias in
  * [-1,1]: about half the outputs are clamped to exactly 0, the rest spread up to ~6.
- * Tolerance: the sum has 4096 terms of size ~0.016; a correct fp32 kernel summing in any
- * order (tiles, split-K, FMA) differs from this one by ~1e-6 absolute, so atol=5e-5 and
- * rtol=1e-4 leave a wide margin, while TF32 inputs (10-bit mantissa) give errors ~1e-3 and
- * fail, as does any constant or all-zero output.
+ * Tolerance: the sum has 4096 terms of size ~0.016. This sequential FMA chain differs from
+ * the exact (fp64) result by up to ~2e-5 (measured on an H100; typically ~1e-6), and another
+ * fp32 order (tiles, split-K) by about as much, so atol=1e-4 and rtol=1e-4 leave a margin
+ * of ~2.5x on the worst element; TF32 inputs (10-bit mantissa) err by ~2e-3 (relative L2
+ * ~3e-4) and fail, as does any constant or all-zero output. (PyTorch's cuBLAS SGEMM with
+ * TF32 off happened to match this kernel bitwise: same k order, same FMAs.)
  */
 
 #define TILE 16

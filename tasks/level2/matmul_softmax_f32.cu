@@ -27,7 +27,9 @@
  * but not one-hot; a uniform distribution or zeros fail.
  * Tolerance: rtol=1e-4 atol=1e-7. A logit is a 256-term fp32 sum of size ~4; any summation
  * order changes it by ~1e-6 absolute, i.e. each probability by ~1e-6 relative (and expf vs
- * __expf by about as much). TF32 products err by ~1e-3 in the logits and fail.
+ * __expf by about as much); measured against fp64 this reference uses 0.18 of the
+ * tolerance on its worst element. TF32 products err by ~1e-3 in the logits (relative L2
+ * ~7e-4) and fail.
  */
 
 #define TILE 16

@@ -72,8 +72,8 @@ static void test_usage_is_2(void **state)
     assert_int_equal(kevo(NULL), 2);
     assert_int_equal(kevo("frobnicate", NULL), 2);
     assert_int_equal(kevo("eval", NULL), 2);
-    assert_int_equal(kevo("eval", "--trials", "2", "tasks/cpu/saxpy.c", NULL), 2);
-    assert_int_equal(kevo("eval", "--backend", "tpu", "tasks/cpu/saxpy.c", NULL), 2);
+    assert_int_equal(kevo("eval", "--trials", "2", "tasks/cpu/cpu_saxpy.c", NULL), 2);
+    assert_int_equal(kevo("eval", "--backend", "tpu", "tasks/cpu/cpu_saxpy.c", NULL), 2);
     assert_int_equal(kevo("version", NULL), 0);
     assert_non_null(strstr(out_text, "kevo "));
 }
@@ -121,7 +121,7 @@ static void test_eval_json_document(void **state)
     (void)state;
     NEED_BIN();
     write_file("build/cli_cand.c", "// kevo launch f grid=1 block=1 (x)\nvoid f(void) {}\n");
-    int rc = kevo("eval", "--json", "--time-cap", "0.2", "tasks/cpu/saxpy.c",
+    int rc = kevo("eval", "--json", "--time-cap", "0.2", "tasks/cpu/cpu_saxpy.c",
                   "tests/exploits/cpu/control_saxpy.c", "build/cli_cand.c", NULL);
     if (rc != 0)
         fail_msg("exit %d; stderr: %s", rc, err_text);
