@@ -628,6 +628,7 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
 {
     enum kevo_status st;
 
+    memset(p, 0, sizeof *p);   /* callers may pass uninitialised storage (the harness's h[]) */
     if (call->entry == KEVO_ENTRY_FILL) {
         if (call->n_args != 3 || call->args[0].ptr % 4 != 0 || call->args[1].i < 0) {
             msgf(err, "launch %d: a fill needs an aligned address and a size", i);

@@ -27,10 +27,11 @@
  * images); the holdout has odd channel counts and sizes.
  *
  * Tolerance. |y| ~ sqrt(Cin*9) * 1 * 0.058 (~1.4 for the primary, less on the border). A
- * float candidate summing in any order errs by ~1e-6 at worst; atol = 1e-4 covers that
- * with room and covers outputs near zero; an fp32 Winograd F(2x2,3x3) candidate stays
- * within ~1e-5 relative. TF32 tensor cores (cuDNN's default in PyTorch) must FAIL, as the
- * task is fp32: a relative L2 error of ~4e-4, 4x over the rtol of 1e-4.
+ * float candidate summing in any order errs by ~1e-5 at worst (cuDNN's fp32 path: 8e-6,
+ * measured); atol = 1e-4 covers that with room and covers outputs near zero. TF32 tensor
+ * cores (cuDNN's default in PyTorch) must FAIL, as the task is fp32: measured on an H100,
+ * a relative L2 error of 2.9e-4 at the primary size (2.9x over the rtol of 1e-4) with
+ * ~60% of the outputs over the elementwise bound.
  */
 extern "C" __global__ void conv2d_ref(const float *x, const float *w, float *y, int cin,
                                       int cout, int h, int wd)

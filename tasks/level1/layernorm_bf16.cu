@@ -1,7 +1,7 @@
 // kevo task   layernorm_bf16
 // kevo doc    LayerNorm of each row of an M x N bfloat16 matrix with bf16 weight and bias:
-// kevo doc    y[r,c] = (x[r,c] - mean_r) / sqrt(var_r + eps) * w[c] + b[c], var_r the biased variance;
-// kevo doc    statistics in float (or better), y rounded once to bf16. As F.layer_norm(x, (N,), w, b, eps).
+// kevo doc    y[r,c] = (x[r,c] - mean_r) / sqrt(var_r + eps) * w[c] + b[c] (var_r biased);
+// kevo doc    statistics in float or better, y rounded once to bf16 (as F.layer_norm).
 // kevo tags   norm reduction bf16
 // kevo size   M=16384 N=4096
 // kevo size   M=4096 N=1024

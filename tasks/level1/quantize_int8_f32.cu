@@ -1,7 +1,7 @@
 // kevo task   quantize_int8_f32
-// kevo doc    Per-row symmetric int8 quantization of an M x N float32 matrix: scale[r] =
-// kevo doc    max_c |x[r,c]| / 127, q[r,c] = clamp(rint(x[r,c] / scale[r]), -127, 127), both divisions
-// kevo doc    IEEE float32 (not a multiply by a reciprocal), rint rounding halves to even.
+// kevo doc    Per-row symmetric int8 quantization of an M x N float32 matrix, in float32: scale[r] =
+// kevo doc    max_c |x[r,c]| * (1/127) (times the float nearest 1/127, as PyTorch divides by a scalar),
+// kevo doc    q[r,c] = clamp(rint(x[r,c] / scale[r]), -127, 127) (an IEEE division; rint: halves to even).
 // kevo tags   quantize reduction
 // kevo size   M=16384 N=4096
 // kevo size   M=2048 N=14336
@@ -18,16 +18,19 @@
 /*
  * quantize_int8_f32 - the reference: one block per row; a shared-memory tree reduction
  * of |x| gives the row's maximum (exact in any order); every thread then computes
- * scale = amax / 127.0f, thread 0 stores it, and each element becomes rintf(x / scale)
- * clamped to [-127, 127].
+ * scale = amax * (1.0f / 127.0f), thread 0 stores it, and each element becomes
+ * rintf(x / scale) clamped to [-127, 127].
  * blockDim.x must be a power of two (256) with one float of dynamic shared memory per
  * thread.
  *
  * The integer outputs are compared exactly, so the float operations are pinned down to
- * match PyTorch's: the maximum is exact, scale is one correctly rounded float division,
- * and each quotient x / scale is one correctly rounded float division (NVRTC's default
- * -prec-div=true); multiplying by a reciprocal, or -use_fast_math's approximate division,
- * moves quotients that lie near a half-integer across it and fails. rintf rounds halves to
+ * match PyTorch's: the maximum is exact; PyTorch evaluates "tensor / 127" (a Python
+ * scalar) as a multiply by the float32 reciprocal 1.0f/127.0f, so the scale is that one
+ * rounded product (a true division differs by an ulp for a few rows, checked on an H100);
+ * each quotient x / scale is a tensor-by-tensor division there, one correctly rounded
+ * float division (NVRTC's default -prec-div=true). Multiplying x by 1/scale instead, or
+ * -use_fast_math's approximate division, moves quotients that lie near a half-integer
+ * across it (~30 of 67M elements at the primary size) and fails. rintf rounds halves to
  * even, like torch.round. The row's maximum maps to +-127 (the quotient is within an ulp
  * of 127), so the clamp only guards rounding. No row is all zero (scale 0) with these
  * inputs.
@@ -54,7 +57,7 @@ extern "C" __global__ void quant_ref(const float *x, signed char *q, float *scal
             red[t] = fmaxf(red[t], red[t + s]);
         __syncthreads();
     }
-    float sc = red[0] / 127.0f;
+    float sc = red[0] * (1.0f / 127.0f);
 
     if (t == 0)
         scale[blockIdx.x] = sc;

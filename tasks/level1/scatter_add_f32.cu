@@ -1,6 +1,6 @@
 // kevo task   scatter_add_f32
-// kevo doc    Scatter-add of rows: out = zeros(V, D), then out[idx[t],:] += src[t,:] for every t < T
-// kevo doc    (idx int32 in [0,V), src T x D and out V x D row-major float32); as index_add_ along dim 0.
+// kevo doc    Scatter-add of rows: out = zeros(V, D), then out[idx[t],:] += src[t,:] for all t < T;
+// kevo doc    idx int32 in [0,V), src T x D and out V x D row-major float32 (index_add_ on dim 0).
 // kevo tags   scatter memory embedding-backward
 // kevo size   T=32768 V=16384 D=1024
 // kevo size   T=4096 V=50257 D=768

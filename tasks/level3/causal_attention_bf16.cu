@@ -36,8 +36,9 @@
  * Inputs: q and k have std 1.5, so the scaled scores have std ~2.25 and the softmax is
  * neither flat nor one-hot; late rows still average many values (|out| ~0.1-0.3), early
  * rows few (|out| ~1). Tolerance: the bf16 defaults. The output itself is bf16 (a
- * rounding of 2^-9 relative on each side); a flash kernel with bf16 P adds ~3e-3
- * relative; an all-zero output fails the relative L2 check (error 1).
+ * rounding of 2^-9 relative on each side); PyTorch's flash SDPA (bf16 P) differs from
+ * the reference by 0.16% relative L2 and uses at most 31% of the elementwise allowance
+ * (measured on an H100, every workload); an all-zero output fails the relative L2 check.
  * Sizes: a LLaMA-like head size 128 at 2k context with B*H = 32; a second workload with
  * D=64; the holdout has S = 1111 (odd, not a multiple of any tile) and B*H = 15.
  * Grid y and z stay far below 65535 (S <= 2048, B*H <= 128).

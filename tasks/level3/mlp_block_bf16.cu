@@ -4,15 +4,15 @@
 // kevo doc    (nn.Linear layout), all row-major; out is [T, Dm].
 // kevo tags   mlp gemm fused
 // kevo size   T=1024 Dm=2048 Di=5632
-// kevo size   T=512 Dm=1024 Di=2816
-// kevo holdout T=131 Dm=520 Di=1377
+// kevo size   T=200 Dm=2048 Di=5632
+// kevo holdout T=131 Dm=1543 Di=4133
 // kevo input  x bf16[T,Dm] normal(0,1)
 // kevo input  wg bf16[Di,Dm] uniform(-0.04,0.04)
 // kevo input  wu bf16[Di,Dm] uniform(-0.04,0.04)
 // kevo input  wd bf16[Dm,Di] uniform(-0.025,0.025)
 // kevo output out bf16[T,Dm]
 // kevo scratch hid f32[T,Di]
-// kevo tol    rtol=2e-2 atol=1e-2
+// kevo tol    rtol=2e-2 atol=3e-2
 // kevo bytes  4*T*Dm + 6*Di*Dm
 // kevo flops  6*T*Dm*Di on bf16
 // kevo torch  (F.silu(x @ wg.T) * (x @ wu.T)) @ wd.T
@@ -29,15 +29,19 @@
  * values, so it is more accurate than PyTorch, which rounds x Wg^T, x Wu^T, the silu and
  * the product to bf16 before the down projection.
  * Sizes: a LLaMA-7B-like MLP at a 2048 model width (Di = 2.75 Dm) with 1024 tokens,
- * 71 GFLOP; the second workload halves the widths; the holdout has an odd token count
- * and widths that are not multiples of 8 (rows of Wd start at unaligned addresses).
+ * 71 GFLOP; the second workload is a small batch of 200 tokens (the 69 MB of weights
+ * dominate: a bandwidth-bound regime); the holdout has an odd token count and widths
+ * that are not multiples of 8 (rows of the weights start at unaligned addresses).
  * Inputs: x ~ N(0,1) and weights with std ~1/sqrt(fan-in) (uniform +-0.04 for Dm=2048,
  * +-0.025 for Di=5632), so the gate and up values are O(1) (silu is in its non-linear
- * range) and the outputs have std ~0.6.
- * Tolerance: the bf16 defaults. A candidate that keeps hid in bf16 (as PyTorch does)
- * errs by ~1e-3 absolute per output (5632 terms, each rounded by 2^-9), plus the final
- * bf16 rounding of both sides (2^-9 relative each), far inside rtol=2e-2 atol=1e-2;
- * an all-zero output fails the relative L2 check.
+ * range) and the outputs have std ~0.7 (~0.6 on the holdout's narrower widths).
+ * Tolerance: rtol=2e-2 (the bf16 default) and atol=3e-2, ~4% of the output's std at the
+ * primary size. PyTorch's own result (x Wg^T, x Wu^T, silu and the product each rounded
+ * to bf16 before the down projection) differs from this exact-intermediate reference by
+ * ~0.4% relative L2, i.e. ~3e-3 absolute per output, with a maximum of ~0.016 over 2 M
+ * outputs: the default atol=1e-2 rejected it on 9 elements (measured on an H100). A
+ * candidate that rounds hid to bf16 once errs less. An all-zero output still fails the
+ * relative L2 check (error 1), as does any output whose relative L2 error exceeds 2%.
  */
 #include <cuda_bf16.h>
 

