@@ -243,7 +243,7 @@ def bench_task(args, path, flush, log):
             torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
             row["validation"] = validate(task, run, env, outs)
-            if not row["holdout"]:
+            if not row["holdout"] and path.endswith(".cu"):  # C tasks: validated, not timed
                 row["eager_s"] = time_fn(lambda: run(env), flush)
                 if args.compile_workloads > k and not has_loop and not args.no_compile:
                     try:
@@ -280,7 +280,7 @@ def task_files(paths):
             for root, dirs, files in os.walk(p):
                 dirs.sort()
                 for f in sorted(files):
-                    if f.endswith(".cu"):
+                    if f.endswith(".cu") or f.endswith(".c"):
                         yield os.path.join(root, f)
         else:
             yield p
