@@ -82,10 +82,11 @@ static enum kevo_status time_batch(struct tctx *c, const struct kevo_plan *p,
                                         kevo_verify_poison(x->t[k].decl->dtype, 0));
     }
     memcpy(plan + nf, s->calls, (size_t)s->n_calls * sizeof *plan);
+    /* the fills alone first: the buffers must end holding what the plan's last pass wrote */
     kevo_buf_reset(&e->err);
-    st = e->b->ops->time(e->b->ctx, p->mod, plan, nf + s->n_calls, batch, 1, smp, &e->err);
-    if (!st && nf)
-        st = e->b->ops->time(e->b->ctx, p->mod, plan, nf, batch, 1, &fills, &e->err);
+    st = nf ? e->b->ops->time(e->b->ctx, p->mod, plan, nf, batch, 1, &fills, &e->err) : KEVO_OK;
+    if (!st)
+        st = e->b->ops->time(e->b->ctx, p->mod, plan, nf + s->n_calls, batch, 1, smp, &e->err);
     if (!st)
         smp->seconds = smp->seconds > fills.seconds ? smp->seconds - fills.seconds : 0.0;
     kevo_free(plan);

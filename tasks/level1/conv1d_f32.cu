@@ -19,7 +19,7 @@
  * position, so the loads of x are coalesced and the weight loads are broadcasts), looping
  * over input channels and taps with a double accumulator of exact products, so the
  * result is the exactly rounded sum (the reference is the most accurate party). About
- * 10-20 ms at the primary size. Any sizes with Kw <= L.
+ * 14 ms at the primary size on an H100. Any sizes with Kw <= L.
  *
  * Sizes: the primary is a wide temporal convolution (256 -> 256 channels, 4096 steps, 5
  * taps, 43 GFLOP: compute-bound, an implicit GEMM with reduction length Cin*Kw = 1280);

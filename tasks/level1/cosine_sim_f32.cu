@@ -1,6 +1,7 @@
 // kevo task   cosine_sim_f32
 // kevo doc    Row-wise cosine similarity of two M x N float32 matrices, as F.cosine_similarity
-// kevo doc    (dim=-1, eps=1e-8): y[r] = dot(a[r,:], b[r,:]) / (max(||a[r,:]||, eps) * max(||b[r,:]||, eps)).
+// kevo doc    (dim=-1, eps=1e-8):
+// kevo doc    y[r] = dot(a[r,:], b[r,:]) / (max(||a[r,:]||, eps) * max(||b[r,:]||, eps)).
 // kevo tags   reduction
 // kevo size   M=16384 N=4096
 // kevo size   M=65536 N=128

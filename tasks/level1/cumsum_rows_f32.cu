@@ -30,12 +30,14 @@
  * whole row sequentially (the worst legitimate order) makes a rounding error of about
  * 2^-24 * |y| at every step; these add up like a random walk to a standard deviation of
  * ~2^-24 * N / sqrt(6) at the end of the row, ~3e-3 at N = 131072 and ~1e-2 for the worst
- * element over all rows. That error does not shrink where the walk crosses zero, so it
- * needs an absolute term: atol = 2e-2 (about 2x the worst sequential-float error), small
+ * element over all rows (measured on an H100 against numpy's sequential float32 cumsum:
+ * at most 9.6e-3, of which 4.9e-3 beyond the rtol term). That error does not shrink where
+ * the walk crosses zero, so it needs an absolute term: atol = 2e-2 (2-4x that), small
  * against the typical |y| of ~100-360 and against any single term (an off-by-one, i.e. an
  * exclusive scan, or a dropped element is off by |x| ~ 1 and fails). Tree/look-back scans
- * in float are far more accurate than that. The rtol of 1e-4 bounds the relative L2 error
- * (the sequential float error is ~1e-5 of ||y||).
+ * in float are far more accurate than that (torch.cumsum: 9e-4 at most). The rtol of 1e-4
+ * bounds the relative L2 error (the sequential float error is 5e-6 of ||y||). The
+ * reference takes ~0.5 ms at the primary size.
  */
 extern "C" __global__ void cumsum_ref(const float *x, float *y, int n)
 {

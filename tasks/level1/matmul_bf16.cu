@@ -31,8 +31,11 @@
  * float accumulation, any order, split-K) gets a float sum within ~1e-6 of the
  * reference's, so after rounding to bf16 it agrees or differs by one bf16 ulp: at most
  * 2^-7 = 7.8e-3 relative. rtol = 1e-2 accepts that and nothing much worse; atol = 1e-2
- * covers entries that cancel to near zero. Accumulating in fp16 or bf16 instead of float
- * fails (errors of ~1e-2 of |C| and more), as does an all-zero or constant output.
+ * covers entries that cancel to near zero. Measured on an H100: cuBLAS through PyTorch,
+ * even with reduced-precision reductions allowed, passes (relative L2 1.4e-4, one-ulp
+ * differences); accumulating in fp16 instead of float fails (relative L2 ~1e-2, ~10% of
+ * the entries over the bound), as does an all-zero or constant output. The reference
+ * takes ~33 ms at the primary size.
  */
 #include <cuda_bf16.h>
 

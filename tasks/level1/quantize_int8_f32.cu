@@ -1,7 +1,7 @@
 // kevo task   quantize_int8_f32
-// kevo doc    Per-row symmetric int8 quantization of an M x N float32 matrix, in float32: scale[r] =
-// kevo doc    max_c |x[r,c]| * (1/127) (times the float nearest 1/127, as PyTorch divides by a scalar),
-// kevo doc    q[r,c] = clamp(rint(x[r,c] / scale[r]), -127, 127) (an IEEE division; rint: halves to even).
+// kevo doc    Per-row symmetric int8 quantization of an M x N float32 matrix, in float32:
+// kevo doc    scale[r] = max_c |x[r,c]| * (1.0f/127) (as PyTorch evaluates "/ 127"), q[r,c] =
+// kevo doc    clamp(rint(x[r,c] / scale[r]), -127, 127) (an IEEE division; rint: halves to even).
 // kevo tags   quantize reduction
 // kevo size   M=16384 N=4096
 // kevo size   M=2048 N=14336

