@@ -10,6 +10,7 @@
 #include "mem.h"
 #include "rtc.h"
 #include "pool.h"
+#include "sigcheck.h"
 #include "sol.h"
 #include "task.h"
 #include "worker.h"
@@ -89,7 +90,9 @@ enum kevo_status kevo_check_file(const char *path, const char *task_path, char *
         if (st)
             goto out;
     }
-    st = compile_only(cand ? cand : task, out_msg);
+    st = kevo_sig_check(task, cand, out_msg);
+    if (!st)
+        st = compile_only(cand ? cand : task, out_msg);
 out:
     kevo_task_free(cand);
     kevo_task_free(task);
