@@ -133,6 +133,47 @@ KEVO_NODISCARD enum kevo_status kevo_bench_json(const char *const *paths, int n_
                                                 kevo_bench_progress_fn progress, void *user,
                                                 char **out_json, char **out_msg);
 
+/* `kevo run`: an evolutionary search over a persistent archive (docs/search.md). */
+struct kevo_run_opts {
+    struct kevo_eval_opts eval;   /* backend, trials, time cap, deadline for each evaluation */
+    const char *archive;          /* NULL: the default archive (kevo_runs_json says where) */
+    int64_t budget;               /* evaluations in the run, all sessions; 0: 200 */
+    double time_s;                /* wall-clock seconds for this session; 0: none */
+    double target;                /* stop at this fraction of SOL (geomean); 0: none */
+    int64_t stagnation;           /* stop after this many evaluations without a new best;
+                                     0: max(24, budget / 4) */
+    double cost_cap;              /* LLM spending cap in the price table's unit; 0: none */
+    int n_gpus;                   /* devices, one worker each; 0: eval.device alone */
+    const int *gpus;
+    int n_seeds;                  /* starting candidates; none: the task's reference */
+    const char *const *seeds;
+    int64_t resume;               /* 0: a new run; else continue this run */
+    int n_islands;                /* 0: 2 */
+    uint64_t rng_seed;            /* 0: a fixed default (runs are reproducible) */
+    int holdout_tries;            /* candidates the held-out gate may try; 0: 5 */
+};
+void kevo_run_opts_default(struct kevo_run_opts *o);
+/* Each event of a run as one JSON object text (borrowed for the call). */
+typedef void (*kevo_run_event_fn)(void *user, const char *event_json);
+/*
+ * Run (or resume) a search; *out_json is the final report (kevo_free it) and *run_id the
+ * run's id (set as soon as the run exists, so an interrupted caller can name it).
+ * *stop, when not NULL, is polled: set it (e.g. from a SIGINT handler) to stop at the next
+ * result; the run is then "stopped" and resumable. A non-OK status means kevo could not
+ * run (bad task or seed, archive unusable, no worker), with *out_msg set.
+ */
+KEVO_NODISCARD enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
+                                         kevo_run_event_fn ev, void *user,
+                                         volatile int *stop, int64_t *run_id, char **out_json,
+                                         char **out_msg);
+/* `kevo runs`: every run (id 0) or one run's report, lineage of its best and operator
+ * statistics, as JSON. */
+KEVO_NODISCARD enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json,
+                                               char **out_msg);
+/* `kevo export`: the best held-out-checked kernel of run id as standalone files in dir. */
+KEVO_NODISCARD enum kevo_status kevo_export(const char *archive, int64_t id, const char *dir,
+                                            char **out_msg);
+
 /* Measure (or load from cache when !force) this device's bandwidth and peaks; JSON out. */
 KEVO_NODISCARD enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device,
                                                     int force, char **out_json, char **out_msg);

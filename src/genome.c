@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum kevo_status kevo_sha256_hex(const void *p, size_t n, char out[KEVO_HASH_HEX])
@@ -67,6 +68,14 @@ static enum kevo_status alloc_params(struct kevo_genome *g, int n)
                                                                            : KEVO_ERR_NOMEM;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Param i with its values in ascending order (the canonical order: the same choices give
+ * the same text, whatever order a file listed them in) and the first listed chosen. */
 static enum kevo_status set_param(struct kevo_genome *g, int i, const char *name,
                                   const int64_t *vals, int n)
 {
@@ -75,7 +84,11 @@ static enum kevo_status set_param(struct kevo_genome *g, int i, const char *name
     if (!g->names[i] || !g->values[i])
         return KEVO_ERR_NOMEM;
     memcpy(g->values[i], vals, (size_t)n * sizeof *vals);
+    qsort(g->values[i], (size_t)n, sizeof *vals, cmp_i64);
     g->n_values[i] = n;
+    for (int k = 0; k < n; k++)
+        if (g->values[i][k] == vals[0])
+            g->choice[i] = k;
     return KEVO_OK;
 }
 

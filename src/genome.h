@@ -2,7 +2,8 @@
  * genome - what the search varies about a candidate without an LLM: the value chosen for
  * each of its `param`s and its `flags`, on top of its source text. A genome is turned back
  * into a candidate file (kevo_genome_text) whose `param` lines list the chosen value first
- * (so it is the default the evaluator compiles) and whose single `flags` line holds the
+ * (so it is the default the evaluator compiles), then the others in ascending order (so
+ * one configuration always has one text), and whose single `flags` line holds the
  * flags, so what the archive stores is exactly what was evaluated, and the SHA-256 of that
  * text is the candidate's identity (duplicates are never evaluated twice).
  */
@@ -22,7 +23,7 @@ struct kevo_genome {
     int n_params;
     char **names;                     /* [n_params], owned */
     int *n_values;                    /* [n_params] */
-    int64_t **values;                 /* [n_params][n_values]: the listed values, file order */
+    int64_t **values;                 /* [n_params][n_values]: the listed values, ascending */
     int *geometry;                    /* [n_params] 1: used in a grid=/block=/smem= expression */
     int *choice;                      /* [n_params] index into values */
     int n_flags;

@@ -1,0 +1,125 @@
+/*
+ * evalreq - one eval or calibrate request through the pool (evalreq.h).
+ */
+#include "evalreq.h"
+#include "buf.h"
+#include "log.h"
+#include "mem.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t kevo_secret_seed(void)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        s = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+    }
+    return s;
+}
+
+static char *msgf(const char *fmt, const char *a, const char *b)
+{
+    struct kevo_buf m;
+    kevo_buf_init(&m, 1 << 16);
+    if (kevo_buf_addf(&m, fmt, a ? a : "?", b ? b : "?") != KEVO_OK) {
+        /* keep whatever fitted */
+    }
+    return kevo_buf_take(&m);
+}
+
+static json_t *request(const struct kevo_eval_call *c)
+{
+    char seed[32];
+    json_t *req = json_object();
+
+    if (!req)
+        return NULL;
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)kevo_secret_seed());
+    json_object_set_new(req, "op", json_string("eval"));
+    json_object_set_new(req, "task_path", json_string(c->task_path));
+    json_object_set_new(req, "task_text", json_string(c->task_text));
+    if (c->cand_text) {
+        json_object_set_new(req, "cand_path", json_string(c->cand_path ? c->cand_path : "?"));
+        json_object_set_new(req, "cand_text", json_string(c->cand_text));
+    }
+    json_object_set_new(req, "seed", json_string(seed));
+    json_object_set_new(req, "trials", json_integer(c->trials));
+    json_object_set_new(req, "holdout", json_integer(c->holdout));
+    json_object_set_new(req, "timing", json_integer(c->timed && !c->holdout));
+    json_object_set_new(req, "time_cap_s", json_real(c->time_cap_s));
+    json_object_set_new(req, "time_reference", json_integer(c->time_reference));
+    if (c->sol)
+        json_object_set(req, "sol", c->sol);
+    if (c->dump_dir && !c->cand_text)   /* only the reference's own evaluation dumps */
+        json_object_set_new(req, "dump_dir", json_string(c->dump_dir));
+    return req;
+}
+
+enum kevo_status kevo_evalreq_call(struct kevo_pool *pool, int slot, const struct kevo_eval_call *c,
+                                   double deadline_s, json_t **out_result, char **out_msg)
+{
+    const char *what = c->cand_text ? c->cand_path : c->task_path;
+    json_t *req = request(c), *reply = NULL, *res;
+    struct timespec t0, t1;
+    enum kevo_status st;
+
+    *out_result = NULL;
+    if (!req)
+        return KEVO_ERR_NOMEM;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = kevo_pool_call(pool, slot, req, deadline_s, &reply);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    json_decref(req);
+    if (st) {
+        *out_msg = msgf("evaluation of %s failed: %s", what, kevo_status_name(st));
+        return st;
+    }
+    const char *rs = json_string_value(json_object_get(reply, "status"));
+    res = json_object_get(reply, "result");
+    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res)) {
+        const char *m = json_string_value(json_object_get(reply, "message"));
+        *out_msg = msgf("worker could not evaluate %s: %s", what, m ? m : rs);
+        json_decref(reply);
+        return KEVO_ERR_WORKER;
+    }
+    *out_result = json_incref(res);
+    json_decref(reply);
+    json_object_set_new(*out_result, "request_s",
+                        json_real((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9));
+    return KEVO_OK;
+}
+
+enum kevo_status kevo_evalreq_calibrate(struct kevo_pool *pool, int slot, const char *backend,
+                                        int force, double deadline_s, json_t **out_calib,
+                                        char **out_msg)
+{
+    json_t *req = json_pack("{s:s, s:i}", "op", "calibrate", "force", force), *reply = NULL;
+    enum kevo_status st = req ? kevo_pool_call(pool, slot, req, deadline_s, &reply)
+                              : KEVO_ERR_NOMEM;
+
+    *out_calib = NULL;
+    json_decref(req);
+    if (st) {
+        *out_msg = msgf("calibration on the %s backend failed: %s", backend, kevo_status_name(st));
+        return st;
+    }
+    const char *rs = json_string_value(json_object_get(reply, "status"));
+    json_t *res = json_object_get(reply, "result");
+    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) || json_object_get(res, "verdict")) {
+        const char *m = json_string_value(json_object_get(reply, "message"));
+        if (!m)
+            m = json_string_value(json_object_get(res, "message"));
+        *out_msg = msgf("calibration on the %s backend failed: %s", backend, m);
+        json_decref(reply);
+        return KEVO_ERR_WORKER;
+    }
+    *out_calib = json_incref(res);
+    json_decref(reply);
+    return KEVO_OK;
+}

@@ -1,0 +1,1233 @@
+/*
+ * run - `kevo run`: one search from start (or resume) to the held-out gate (run.h,
+ * docs/search.md).
+ *
+ * Process model: the controller (this thread) proposes candidates and records results;
+ * one thread per pool slot sends jobs to its worker and waits. Every proposal is written
+ * to the archive (pending) before it is dispatched and every verdict as soon as it
+ * arrives, so a run killed at any moment resumes with nothing lost and nothing evaluated
+ * twice: done candidates are never sent again, pending ones are sent again (they have no
+ * verdict yet). The queue keeps two jobs per slot so a worker never waits for a proposal.
+ */
+#include "run.h"
+#include "archive.h"
+#include "buf.h"
+#include "evalreq.h"
+#include "fsutil.h"
+#include "genome.h"
+#include "log.h"
+#include "mem.h"
+#include "ops.h"
+#include "pool.h"
+#include "search.h"
+#include "sol.h"
+#include "task.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_BUDGET 200
+#define DEFAULT_TRIES 5
+#define PER_SLOT 2                 /* jobs queued per worker slot */
+#define WAIT_TICK_S 0.5            /* status events while waiting */
+#define GENOME_CACHE 64
+#define CALIBRATE_DEADLINE_S 600.0
+#define MAX_SLOTS 64
+
+/* ---- jobs and queues ---- */
+
+struct job {
+    int64_t id;                    /* candidate id; 0 for the reference */
+    int holdout;
+    int op;                        /* operator index; -1 for seeds */
+    int island;
+    double parent_score;           /* of parent 1; 0 when none */
+    struct kevo_genome g;          /* what is evaluated (empty for the reference) */
+    char *text;                    /* kevo_genome_text(g) */
+    char path[64];
+    json_t *result;                /* the worker's result */
+    enum kevo_status st;           /* kevo's own failure */
+    char *msg;
+    struct job *next;
+};
+
+struct queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job *head, *tail;
+    int closed;
+};
+
+static void job_free(struct job *j)
+{
+    if (!j)
+        return;
+    kevo_genome_clear(&j->g);
+    kevo_free(j->text);
+    kevo_free(j->msg);
+    json_decref(j->result);
+    kevo_free(j);
+}
+
+static void q_init(struct queue *q)
+{
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+}
+
+static void q_destroy(struct queue *q)
+{
+    while (q->head) {
+        struct job *j = q->head;
+        q->head = j->next;
+        job_free(j);
+    }
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+}
+
+static void q_push(struct queue *q, struct job *j)
+{
+    pthread_mutex_lock(&q->mu);
+    j->next = NULL;
+    if (q->tail)
+        q->tail->next = j;
+    else
+        q->head = j;
+    q->tail = j;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void q_close(struct queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* The next job, waiting at most wait_s (< 0: until closed); NULL on timeout or close. */
+static struct job *q_pop(struct queue *q, double wait_s)
+{
+    struct timespec until;
+    struct job *j = NULL;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (wait_s >= 0) {
+        until.tv_sec += (time_t)wait_s;
+        until.tv_nsec += (long)((wait_s - floor(wait_s)) * 1e9);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&q->mu);
+    while (!q->head && !q->closed) {
+        if (wait_s < 0)
+            pthread_cond_wait(&q->cv, &q->mu);
+        else if (pthread_cond_timedwait(&q->cv, &q->mu, &until) != 0)
+            break;
+    }
+    if (q->head) {
+        j = q->head;
+        q->head = j->next;
+        if (!q->head)
+            q->tail = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return j;
+}
+
+/* ---- the run's state ---- */
+
+struct cached_genome {
+    int64_t id;
+    struct kevo_genome g;
+};
+
+struct runctx {
+    const struct kevo_run_opts *o;
+    const char *task_path;
+    char *path_owned;              /* a resumed run's task path, from the archive */
+    json_t *cfg;                   /* a resumed run's config */
+    struct kevo_task *task;
+    char *task_text;
+    size_t task_len;
+    struct kevo_archive *ar;
+    int64_t run;
+    struct kevo_pool *pool;
+    int n_slots;
+    const char *backend;
+    json_t *calib, *sol;
+    json_t *ref;                   /* the reference's timed result */
+    double *ref_median;            /* per workload index; 0 when not timed */
+    int n_wl;
+    struct kevo_search *s;
+    const struct kevo_operator *const *ops;
+    int n_ops;
+    struct queue jobs, done;
+    pthread_t threads[MAX_SLOTS];
+    int n_threads;
+    double busy_s;                 /* seconds workers spent on requests */
+    int inflight;
+    int64_t *pending;              /* candidates to (re)send before proposing */
+    int n_pending, i_pending;
+    struct cached_genome cache[GENOME_CACHE];
+    int cache_next;
+    int64_t budget, stagnation, n_done, n_ok, since_best;
+    double t0, best_sol;
+    const char *reason;            /* why the search stopped */
+    int exhausted;
+    kevo_run_event_fn ev;
+    void *user;
+    volatile int *stop;
+    struct kevo_buf msg;           /* kevo's own failure */
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void event(struct runctx *r, json_t *e)
+{
+    if (!e)
+        return;
+    if (r->ev) {
+        char *s = json_dumps(e, JSON_COMPACT);
+        if (s)
+            r->ev(r->user, s);
+        kevo_free(s);
+    }
+    json_decref(e);
+}
+
+static enum kevo_status fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum kevo_status fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (!r->msg.len && kevo_buf_vaddf(&r->msg, fmt, ap) != KEVO_OK) {
+        /* keep what fitted */
+    }
+    va_end(ap);
+    return st;
+}
+
+/* ---- worker threads ---- */
+
+struct slot_arg {
+    struct runctx *r;
+    int slot;
+};
+
+static void *slot_main(void *p)
+{
+    struct slot_arg *a = p;
+    struct runctx *r = a->r;
+    struct job *j;
+
+    while ((j = q_pop(&r->jobs, -1)) != NULL) {
+        struct kevo_eval_call c = {
+            .task_path = r->task_path, .task_text = r->task_text, .cand_path = j->path,
+            .cand_text = j->text, .trials = r->o->eval.trials, .holdout = j->holdout,
+            .timed = !j->holdout, .time_reference = 0, .time_cap_s = r->o->eval.time_cap_s,
+            .sol = r->sol,
+        };
+        j->st = kevo_evalreq_call(r->pool, a->slot, &c, r->o->eval.deadline_s, &j->result,
+                                  &j->msg);
+        q_push(&r->done, j);
+    }
+    kevo_free(a);
+    return NULL;
+}
+
+static enum kevo_status start_threads(struct runctx *r)
+{
+    for (int i = 0; i < r->n_slots; i++) {
+        struct slot_arg *a = kevo_malloc(sizeof *a);
+        if (!a)
+            return KEVO_ERR_NOMEM;
+        a->r = r;
+        a->slot = i;
+        if (pthread_create(&r->threads[i], NULL, slot_main, a) != 0) {
+            kevo_free(a);
+            return fail(r, KEVO_ERR_SYSTEM, "cannot start a worker thread: %s", strerror(errno));
+        }
+        r->n_threads++;
+    }
+    return KEVO_OK;
+}
+
+/* ---- metrics of a result ---- */
+
+/* Geometric means over the visible workloads: the candidate's median time (its score),
+ * its fraction of SOL, and its speedup over the reference's timed run. */
+static void summarize(const struct runctx *r, json_t *res, double *score, double *sol,
+                      double *speedup)
+{
+    double lt = 0, ls = 0, lu = 0;
+    int n = 0, ns = 0, nu = 0;
+    size_t i;
+    json_t *w;
+
+    json_array_foreach(json_object_get(res, "workloads"), i, w) {
+        double t = json_number_value(json_object_get(json_object_get(w, "time"), "median_s"));
+        double f = json_number_value(json_object_get(w, "sol_fraction"));
+        int idx = (int)json_integer_value(json_object_get(w, "index"));
+        if (!(t > 0))
+            continue;
+        lt += log(t);
+        n++;
+        if (f > 0)
+            ls += log(f), ns++;
+        if (idx >= 0 && idx < r->n_wl && r->ref_median[idx] > 0)
+            lu += log(r->ref_median[idx] / t), nu++;
+    }
+    *score = n ? exp(lt / n) : 0;
+    *sol = ns ? exp(ls / ns) : 0;
+    *speedup = nu ? exp(lu / nu) : 0;
+}
+
+/* Per workload: index, median, sol fraction, GB/s, TFLOP/s; and the resources. */
+static char *metrics_text(json_t *res)
+{
+    json_t *m = json_object(), *wl = json_array(), *w;
+    size_t i;
+    json_array_foreach(json_object_get(res, "workloads"), i, w) {
+        json_t *t = json_object_get(w, "time");
+        json_array_append_new(
+            wl, json_pack("{s:O, s:f, s:f, s:f, s:f, s:f}", "index", json_object_get(w, "index"),
+                          "median_s", json_number_value(json_object_get(t, "median_s")),
+                          "noise", json_number_value(json_object_get(t, "noise")),
+                          "sol_fraction", json_number_value(json_object_get(w, "sol_fraction")),
+                          "gbps", json_number_value(json_object_get(w, "gbps")), "tflops",
+                          json_number_value(json_object_get(w, "tflops"))));
+    }
+    json_object_set_new(m, "workloads", wl);
+    json_t *rs = json_object_get(res, "resources");
+    json_object_set(m, "resources", rs ? rs : json_null());
+    char *s = json_dumps(m, JSON_COMPACT);
+    json_decref(m);
+    return s;
+}
+
+static const char *verdict_of(json_t *res)
+{
+    const char *v = json_string_value(json_object_get(res, "verdict"));
+    return v ? v : "crash";
+}
+
+/* ---- candidates from the archive ---- */
+
+/* The genome of candidate id (cached; borrowed until the next call that may evict). */
+static enum kevo_status genome_of(struct runctx *r, int64_t id, const struct kevo_genome **out)
+{
+    struct kevo_cand_rec c;
+    char *text = NULL, *pmsg = NULL, path[64];
+    size_t len = 0;
+    enum kevo_status st;
+
+    for (int i = 0; i < GENOME_CACHE; i++)
+        if (r->cache[i].id == id) {
+            *out = &r->cache[i].g;
+            return KEVO_OK;
+        }
+    memset(&c, 0, sizeof c);
+    st = kevo_archive_cand_get(r->ar, id, &c);
+    if (!st)
+        st = kevo_archive_source_get(r->ar, c.source_hash, &text, &len);
+    struct cached_genome *slot = &r->cache[r->cache_next];
+    kevo_genome_clear(&slot->g);
+    slot->id = 0;
+    snprintf(path, sizeof path, "cand%lld", (long long)id);
+    if (!st)
+        st = kevo_genome_from_text(r->task, path, text, len, &slot->g, &pmsg);
+    if (!st) {
+        slot->id = id;
+        r->cache_next = (r->cache_next + 1) % GENOME_CACHE;
+        *out = &slot->g;
+    } else {
+        st = fail(r, st, "candidate %lld in the archive cannot be read back: %s",
+                  (long long)id, pmsg ? pmsg : kevo_archive_errmsg(r->ar));
+    }
+    kevo_free(pmsg);
+    kevo_free(text);
+    kevo_archive_cand_clear(&c);
+    return st;
+}
+
+static int seen_key(void *user, const char *key)
+{
+    struct runctx *r = user;
+    int64_t id = 0;
+    return kevo_archive_cand_by_key(r->ar, r->run, key, &id) == KEVO_OK;
+}
+
+/* A job for genome g (taken), recorded as a pending candidate. KEVO_ERR_INVALID when the
+ * run already has it (the genome is dropped). */
+static enum kevo_status record(struct runctx *r, struct kevo_genome *g, const char *op, int op_i,
+                               int64_t p1, int64_t p2, double p1_score, int island,
+                               struct job **out)
+{
+    struct kevo_cand_rec c;
+    struct job *j = kevo_calloc(1, sizeof *j);
+    size_t len = 0;
+    enum kevo_status st = j ? KEVO_OK : KEVO_ERR_NOMEM;
+
+    *out = NULL;
+    memset(&c, 0, sizeof c);
+    if (!st) {
+        j->g = *g;
+        memset(g, 0, sizeof *g);
+        st = kevo_genome_text(&j->g, &j->text, &len);
+    }
+    if (!st)
+        st = kevo_archive_source_put(r->ar, j->text, len, c.source_hash);
+    if (!st)
+        st = kevo_sha256_hex(j->text, len, c.key);
+    if (!st)
+        st = kevo_genome_json(&j->g, &c.params_json, &c.flags_json);
+    if (!st) {
+        c.run_id = r->run;
+        c.parent1 = p1;
+        c.parent2 = p2;
+        snprintf(c.op, sizeof c.op, "%s", op);
+        c.island = island;
+        c.cell = -1;
+        st = kevo_archive_cand_add(r->ar, &c, &j->id);
+    }
+    if (!st) {
+        j->op = op_i;
+        j->island = island;
+        j->parent_score = p1_score;
+        snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
+                 (long long)j->id, r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
+        *out = j;
+    } else {
+        if (st != KEVO_ERR_INVALID)
+            st = fail(r, st, "recording a candidate: %s", kevo_archive_errmsg(r->ar));
+        job_free(j);
+    }
+    kevo_free(c.params_json);
+    kevo_free(c.flags_json);
+    return st;
+}
+
+/* A job for an archived pending candidate (sent again: it has no verdict yet). */
+static enum kevo_status pending_job(struct runctx *r, int64_t id, struct job **out)
+{
+    const struct kevo_genome *g;
+    struct kevo_cand_rec c;
+    struct job *j;
+    size_t len;
+    enum kevo_status st = genome_of(r, id, &g);
+
+    *out = NULL;
+    if (st)
+        return st;
+    memset(&c, 0, sizeof c);
+    st = kevo_archive_cand_get(r->ar, id, &c);
+    j = st ? NULL : kevo_calloc(1, sizeof *j);
+    if (!st && !j)
+        st = KEVO_ERR_NOMEM;
+    if (!st)
+        st = kevo_genome_copy(g, &j->g);
+    if (!st)
+        st = kevo_genome_text(&j->g, &j->text, &len);
+    if (!st) {
+        j->id = id;
+        j->island = c.island >= 0 && c.island < kevo_search_islands(r->s) ? c.island : 0;
+        j->op = -1;
+        for (int i = 0; i < r->n_ops; i++)
+            if (strcmp(r->ops[i]->name, c.op) == 0)
+                j->op = i;
+        snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
+                 (long long)id, r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
+        *out = j;
+    } else {
+        job_free(j);
+    }
+    kevo_archive_cand_clear(&c);
+    return st;
+}
+
+/* ---- proposals ---- */
+
+/* One child of parent p1 by some operator; KEVO_ERR_NOTFOUND when none has anything new. */
+static enum kevo_status child_of(struct runctx *r, int island, int64_t p1, struct job **out)
+{
+    const struct kevo_genome *g1, *g2 = NULL;
+    struct kevo_op_ctx oc = { kevo_search_rng(r->s), seen_key, r };
+    struct kevo_genome child, pg1, pg2;
+    unsigned exclude = 0;
+    enum kevo_status st;
+    const struct kevo_elite *e = NULL;
+    double p1_score = 0;
+
+    for (int c = 0; c < KEVO_CELLS && !e; c++) {
+        const struct kevo_elite *x = kevo_search_cell(r->s, island, c);
+        if (x && x->id == p1)
+            e = x;
+    }
+    p1_score = e ? e->score : 0;
+    for (int tries = 0; tries < r->n_ops; tries++) {
+        int op = kevo_search_op_pick(r->s, exclude);
+        int64_t p2 = 0;
+        if (op < 0)
+            break;
+        exclude |= 1u << op;
+        /* copies: a second genome_of may evict the first from the cache */
+        st = genome_of(r, p1, &g1);
+        if (!st)
+            st = kevo_genome_copy(g1, &pg1);
+        if (st)
+            return st;
+        memset(&pg2, 0, sizeof pg2);
+        if (r->ops[op]->n_parents == 2 && (p2 = kevo_search_mate(r->s, island, p1)) != 0) {
+            st = genome_of(r, p2, &g2);
+            if (!st)
+                st = kevo_genome_copy(g2, &pg2);
+        }
+        if (!st)
+            st = r->ops[op]->propose(&oc, &pg1, p2 ? &pg2 : NULL, &child);
+        kevo_genome_clear(&pg1);
+        kevo_genome_clear(&pg2);
+        if (st == KEVO_ERR_NOTFOUND)
+            continue;
+        if (st)
+            return fail(r, st, "operator %s failed: %s", r->ops[op]->name, kevo_status_name(st));
+        kevo_search_op_proposed(r->s, op);
+        st = record(r, &child, r->ops[op]->name, op, p1, p2, p1_score, island, out);
+        kevo_genome_clear(&child);
+        if (st != KEVO_ERR_INVALID)
+            return st;
+    }
+    return KEVO_ERR_NOTFOUND;
+}
+
+/* The next job: pending candidates first, then a child of a parent from the next island. */
+static enum kevo_status propose(struct runctx *r, struct job **out)
+{
+    *out = NULL;
+    if (r->i_pending < r->n_pending)
+        return pending_job(r, r->pending[r->i_pending++], out);
+    for (int attempt = 0; attempt < 4 * kevo_search_islands(r->s) + 8; attempt++) {
+        int island = kevo_search_next_island(r->s);
+        int64_t p = kevo_search_parent(r->s, island);
+        if (!p)
+            continue;
+        enum kevo_status st = child_of(r, island, p, out);
+        if (st != KEVO_ERR_NOTFOUND)
+            return st;
+    }
+    return KEVO_ERR_NOTFOUND;
+}
+
+/* ---- results ---- */
+
+static json_t *status_json(struct runctx *r)
+{
+    const struct kevo_elite *b = kevo_search_best(r->s);
+    double el = now_s() - r->t0;
+    double valid = r->n_done ? (double)r->n_ok / (double)r->n_done : 0;
+    double ref = 0;
+    int n = 0;
+    for (int i = 0; i < r->n_wl; i++)
+        if (r->ref_median[i] > 0)
+            ref += log(r->ref_median[i]), n++;
+    ref = n ? exp(ref / n) : 0;
+    double eta = r->n_done && r->budget > r->n_done ? el / (double)r->n_done *
+                                                          (double)(r->budget - r->n_done) : 0;
+    return json_pack("{s:s, s:I, s:I, s:I, s:f, s:o, s:f, s:o, s:f, s:f, s:i}", "event", "status",
+                     "run", (json_int_t)r->run, "evaluations", (json_int_t)r->n_done, "budget",
+                     (json_int_t)r->budget, "valid", valid, "best_s",
+                     b ? json_real(b->score) : json_null(), "best_sol", r->best_sol,
+                     "speedup", b && ref > 0 ? json_real(ref / b->score) : json_null(),
+                     "elapsed_s", el, "eta_s", eta, "in_flight", r->inflight);
+}
+
+/* Record one evaluated candidate: archive first, then the search state and the event. */
+static enum kevo_status handle(struct runctx *r, struct job *j)
+{
+    double score = 0, sol = 0, speedup = 0;
+    const char *v = verdict_of(j->result);
+    int ok = strcmp(v, "ok") == 0, best = 0;
+    char *metrics = metrics_text(j->result), *res = json_dumps(j->result, JSON_COMPACT);
+    enum kevo_status st = metrics && res ? KEVO_OK : KEVO_ERR_NOMEM;
+
+    r->busy_s += json_number_value(json_object_get(j->result, "request_s"));
+    if (ok)
+        summarize(r, j->result, &score, &sol, &speedup);
+    ok = ok && score > 0;
+    if (!st)
+        st = kevo_archive_cand_finish(r->ar, j->id, v, score, sol, speedup, metrics, res);
+    if (st)
+        st = fail(r, st, "recording the verdict of candidate %lld: %s", (long long)j->id,
+                  kevo_archive_errmsg(r->ar));
+    r->n_done++;
+    r->n_ok += ok;
+    if (!st && ok) {
+        struct kevo_desc d;
+        kevo_desc_of(&j->g, j->result, &d);
+        json_t *dj = kevo_desc_json(&d, r->task->lang);
+        char *ds = json_dumps(dj, JSON_COMPACT);
+        st = kevo_archive_cand_place(r->ar, j->id, j->island, kevo_desc_cell(&d), ds ? ds : "{}");
+        kevo_free(ds);
+        json_decref(dj);
+        best = kevo_search_place(r->s, j->island, kevo_desc_cell(&d), j->id, score);
+        if (best)
+            r->best_sol = sol;
+    }
+    r->since_best = best ? 0 : r->since_best + 1;
+    kevo_search_op_result(r->s, j->op, ok, ok && (!(j->parent_score > 0) || score < j->parent_score));
+    kevo_search_tick(r->s);
+    event(r, json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event", "eval", "id",
+                       (json_int_t)j->id, "op", j->op >= 0 ? r->ops[j->op]->name : "seed",
+                       "verdict", v, "score_s", score, "sol_fraction", sol, "speedup", speedup,
+                       "best", best, "message",
+                       ok ? NULL : json_string_value(json_object_get(j->result, "message"))));
+    kevo_free(metrics);
+    kevo_free(res);
+    return st;
+}
+
+/* ---- stopping ---- */
+
+static const char *should_stop(struct runctx *r)
+{
+    if (r->stop && *r->stop)
+        return "interrupted";
+    if (r->n_done >= r->budget)
+        return "budget";
+    if (r->o->time_s > 0 && now_s() - r->t0 >= r->o->time_s)
+        return "time";
+    if (r->o->target > 0 && r->best_sol >= r->o->target)
+        return "target";
+    if (r->since_best >= r->stagnation)
+        return "stagnation";
+    if (r->o->cost_cap > 0) {
+        double cost = 0;
+        if (kevo_archive_llm_cost(r->ar, r->run, &cost) == KEVO_OK && cost >= r->o->cost_cap)
+            return "cost";
+    }
+    return NULL;
+}
+
+/* Keep PER_SLOT jobs per slot queued while the search goes on. */
+static enum kevo_status fill(struct runctx *r)
+{
+    while (!r->reason && !r->exhausted && r->inflight < PER_SLOT * r->n_slots &&
+           r->n_done + r->inflight < r->budget) {
+        struct job *j = NULL;
+        enum kevo_status st = propose(r, &j);
+        if (st == KEVO_ERR_NOTFOUND) {
+            r->exhausted = 1;
+            break;
+        }
+        if (st)
+            return st;
+        q_push(&r->jobs, j);
+        r->inflight++;
+    }
+    return KEVO_OK;
+}
+
+/* The search proper: until a budget stops it or nothing new is left. */
+static enum kevo_status search_loop(struct runctx *r)
+{
+    enum kevo_status st = KEVO_OK;
+    double last = now_s();
+
+    while (!st) {
+        st = fill(r);
+        if (st || r->inflight == 0)
+            break;
+        struct job *j = q_pop(&r->done, WAIT_TICK_S);
+        if (!j) {
+            if (!r->reason)
+                r->reason = should_stop(r);
+        } else {
+            r->inflight--;
+            st = j->st ? fail(r, j->st, "%s", j->msg ? j->msg : kevo_status_name(j->st))
+                       : handle(r, j);
+            job_free(j);
+            if (!r->reason)
+                r->reason = should_stop(r);
+        }
+        if (now_s() - last >= WAIT_TICK_S) {
+            event(r, status_json(r));
+            last = now_s();
+        }
+    }
+    if (!r->reason)
+        r->reason = r->exhausted ? "exhausted" : "budget";
+    return st;
+}
+
+/* ---- setup ---- */
+
+/* Is [s, e) a `// kevo KW` directive line? Then kw and kl give its keyword. */
+static int is_directive(const char *s, const char *e, const char **kw, size_t *kl)
+{
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    if (e - s < 8 || s[0] != '/' || s[1] != '/' || (s[2] != ' ' && s[2] != '\t'))
+        return 0;
+    s += 2;
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    if (e - s < 5 || strncmp(s, "kevo", 4) != 0 || (s[4] != ' ' && s[4] != '\t'))
+        return 0;
+    s += 5;
+    while (s < e && (*s == ' ' || *s == '\t'))
+        s++;
+    *kw = s;
+    while (s < e && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
+        s++;
+    *kl = (size_t)(s - *kw);
+    return 1;
+}
+
+enum kevo_status kevo_run_reference_candidate(const char *text, size_t len, char **out,
+                                              size_t *out_len)
+{
+    struct kevo_buf b;
+    const char *p = text, *end = text + len;
+    enum kevo_status st = KEVO_OK;
+
+    kevo_buf_init(&b, len + 4096);
+    while (p < end && !st) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *e = nl ? nl + 1 : end, *kw;
+        size_t kl;
+        if (is_directive(p, e, &kw, &kl) && !(kl == 6 && !strncmp(kw, "launch", 6)) &&
+            !(kl == 4 && !strncmp(kw, "call", 4))) {
+            const char *k = strstr(p, "kevo");   /* "// kevo size" becomes "// task: size" */
+            st = kevo_buf_add(&b, p, (size_t)(k - p));
+            if (!st)
+                st = kevo_buf_adds(&b, "task:");
+            if (!st)
+                st = kevo_buf_add(&b, k + 4, (size_t)(e - k - 4));
+        } else {
+            st = kevo_buf_add(&b, p, (size_t)(e - p));
+        }
+        p = e;
+    }
+    if (st) {
+        kevo_buf_free(&b);
+        return st;
+    }
+    *out_len = b.len;
+    *out = kevo_buf_take(&b);
+    return *out ? KEVO_OK : KEVO_ERR_NOMEM;
+}
+
+enum kevo_status kevo_run_default_archive(char *out, size_t n)
+{
+    const char *e = getenv("KEVO_ARCHIVE"), *x = getenv("XDG_DATA_HOME"), *h = getenv("HOME");
+    int w;
+    if (e && *e)
+        w = snprintf(out, n, "%s", e);
+    else if (x && *x == '/')
+        w = snprintf(out, n, "%s/kevo/archive.db", x);
+    else if (h && *h)
+        w = snprintf(out, n, "%s/.local/share/kevo/archive.db", h);
+    else
+        return KEVO_ERR_NOTFOUND;
+    return w > 0 && (size_t)w < n ? KEVO_OK : KEVO_ERR_TOOBIG;
+}
+
+/* Read a whole file (kevo_free it). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    struct kevo_buf b;
+    char chunk[65536];
+    size_t k;
+
+    if (!f)
+        return NULL;
+    kevo_buf_init(&b, (size_t)16 << 20);
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (kevo_buf_add(&b, chunk, k) != KEVO_OK) {
+            kevo_buf_free(&b);
+            fclose(f);
+            errno = EFBIG;
+            return NULL;
+        }
+    fclose(f);
+    *len = b.len;
+    return kevo_buf_take(&b);
+}
+
+/* Seeds: the --seed files, else the reference as a candidate; each a pending candidate. */
+static enum kevo_status add_seeds(struct runctx *r)
+{
+    int n = r->o->n_seeds ? r->o->n_seeds : 1;
+    enum kevo_status st = KEVO_OK;
+
+    for (int i = 0; i < n && !st; i++) {
+        const char *path = r->o->n_seeds ? r->o->seeds[i] : r->task_path;
+        char *text = NULL, *pmsg = NULL;
+        size_t len = 0;
+        struct kevo_genome g;
+        struct job *j = NULL;
+
+        if (r->o->n_seeds)
+            text = slurp(path, &len);
+        else
+            st = kevo_run_reference_candidate(r->task_text, r->task_len, &text, &len);
+        if (!st && !text)
+            st = fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+        if (!st) {
+            st = kevo_genome_from_text(r->task, path, text, len, &g, &pmsg);
+            if (st)
+                st = fail(r, st, "%s", pmsg ? pmsg : kevo_status_name(st));
+        }
+        if (!st) {
+            st = record(r, &g, "seed", -1, 0, 0, 0, i % kevo_search_islands(r->s), &j);
+            kevo_genome_clear(&g);
+            if (st == KEVO_ERR_INVALID)   /* the same seed twice, or already in the run */
+                st = KEVO_OK;
+        }
+        if (j)
+            q_push(&r->jobs, j), r->inflight++;
+        kevo_free(pmsg);
+        kevo_free(text);
+    }
+    return st;
+}
+
+/* Time the reference once: its medians give every candidate's speedup. */
+static enum kevo_status reference(struct runctx *r)
+{
+    struct kevo_eval_call c = { .task_path = r->task_path, .task_text = r->task_text,
+                                .trials = r->o->eval.trials, .timed = 1,
+                                .time_cap_s = r->o->eval.time_cap_s, .sol = r->sol };
+    char *msg = NULL;
+    enum kevo_status st = kevo_evalreq_call(r->pool, 0, &c, r->o->eval.deadline_s, &r->ref, &msg);
+    size_t i;
+    json_t *w;
+
+    if (st) {
+        st = fail(r, st, "%s", msg ? msg : kevo_status_name(st));
+        kevo_free(msg);
+        return st;
+    }
+    if (strcmp(verdict_of(r->ref), "ok") != 0)
+        return fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
+                    r->task_path, verdict_of(r->ref),
+                    json_string_value(json_object_get(r->ref, "message")));
+    json_array_foreach(json_object_get(r->ref, "workloads"), i, w) {
+        int idx = (int)json_integer_value(json_object_get(w, "index"));
+        if (idx >= 0 && idx < r->n_wl)
+            r->ref_median[idx] =
+                json_number_value(json_object_get(json_object_get(w, "time"), "median_s"));
+    }
+    event(r, json_pack("{s:s, s:I, s:O}", "event", "reference", "run", (json_int_t)r->run,
+                       "workloads", json_object_get(r->ref, "workloads")));
+    return KEVO_OK;
+}
+
+/* Rebuild the search state of a resumed run from the archive: every ok candidate placed
+ * again, operator statistics recounted, pending candidates queued to be sent again. */
+static enum kevo_status rebuild(struct runctx *r)
+{
+    int64_t *ids = NULL;
+    int n = 0;
+    enum kevo_status st = kevo_archive_cand_ids(r->ar, r->run, KEVO_CAND_DONE, &ids, &n);
+
+    for (int i = 0; i < n && !st; i++) {
+        struct kevo_cand_rec c;
+        memset(&c, 0, sizeof c);
+        st = kevo_archive_cand_get(r->ar, ids[i], &c);
+        if (st)
+            break;
+        int ok = strcmp(c.verdict, "ok") == 0 && c.score > 0;
+        int op = -1;
+        for (int k = 0; k < r->n_ops; k++)
+            if (strcmp(r->ops[k]->name, c.op) == 0)
+                op = k;
+        kevo_search_op_proposed(r->s, op);
+        kevo_search_op_result(r->s, op, ok, 0);
+        r->n_done++;
+        r->n_ok += ok;
+        if (ok && c.cell >= 0 && kevo_search_place(r->s, c.island, c.cell, c.id, c.score))
+            r->best_sol = c.sol_fraction;
+        kevo_archive_cand_clear(&c);
+    }
+    kevo_free(ids);
+    kevo_search_migrate(r->s);
+    if (!st)
+        st = kevo_archive_cand_ids(r->ar, r->run, KEVO_CAND_PENDING, &r->pending, &r->n_pending);
+    return st ? fail(r, st, "reading run %lld back: %s", (long long)r->run,
+                     kevo_archive_errmsg(r->ar))
+              : KEVO_OK;
+}
+
+/* ---- the held-out gate ---- */
+
+/* The best candidates in order until one passes the task's holdout workloads. */
+static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
+{
+    int tries = r->o->holdout_tries > 0 ? r->o->holdout_tries : DEFAULT_TRIES, n = 0;
+    int64_t ids[64];
+    json_t *rejected = json_array();
+    enum kevo_status st;
+    int has_holdout = 0;
+
+    for (int w = 0; w < r->task->n_workloads; w++)
+        has_holdout |= r->task->workloads[w].holdout;
+    tries = tries > 64 ? 64 : tries;
+    st = kevo_archive_best(r->ar, r->run, -1, tries, ids, &n);
+    for (int i = 0; i < n && !st; i++) {
+        struct job *j = NULL;
+        if (!has_holdout) {
+            json_object_set_new(report, "final", json_pack("{s:I, s:s}", "id", (json_int_t)ids[i],
+                                                           "holdout", "none declared"));
+            break;
+        }
+        st = pending_job(r, ids[i], &j);
+        if (st)
+            break;
+        j->holdout = 1;
+        q_push(&r->jobs, j);
+        j = NULL;
+        while (!j)
+            j = q_pop(&r->done, -1);
+        char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
+        st = j->st ? fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
+                   : kevo_archive_eval_add(r->ar, ids[i], "holdout", res ? res : "{}");
+        const char *v = j->result ? verdict_of(j->result) : "crash";
+        event(r, json_pack("{s:s, s:I, s:s}", "event", "holdout", "id", (json_int_t)ids[i],
+                           "verdict", v));
+        if (!st && strcmp(v, "ok") == 0)
+            json_object_set_new(report, "final", json_pack("{s:I, s:s}", "id", (json_int_t)ids[i],
+                                                           "holdout", "ok"));
+        else if (!st)
+            json_array_append_new(rejected, json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ids[i],
+                                                      "verdict", v, "message",
+                                                      json_string_value(json_object_get(
+                                                          j->result, "message"))));
+        kevo_free(res);
+        job_free(j);
+        if (json_object_get(report, "final"))
+            break;
+    }
+    json_object_set_new(report, "holdout_rejected", rejected);
+    if (!json_object_get(report, "final"))
+        json_object_set_new(report, "final", json_null());
+    return st;
+}
+
+/* ---- the report ---- */
+
+static json_t *best_json(struct runctx *r, int64_t id)
+{
+    struct kevo_cand_rec c;
+    json_t *j;
+
+    memset(&c, 0, sizeof c);
+    if (!id || kevo_archive_cand_get(r->ar, id, &c) != KEVO_OK)
+        return json_null();
+    j = json_pack("{s:I, s:s, s:f, s:f, s:f, s:I, s:i, s:i}", "id", (json_int_t)c.id, "op", c.op,
+                  "score_s", c.score, "sol_fraction", c.sol_fraction, "speedup", c.speedup,
+                  "parent", (json_int_t)c.parent1, "island", c.island, "cell", c.cell);
+    json_object_set_new(j, "params", c.params_json ? json_loads(c.params_json, 0, NULL) : json_null());
+    json_object_set_new(j, "flags", c.flags_json ? json_loads(c.flags_json, 0, NULL) : json_null());
+    kevo_archive_cand_clear(&c);
+    return j;
+}
+
+static json_t *report_json(struct runctx *r)
+{
+    const struct kevo_elite *b = kevo_search_best(r->s);
+    double el = now_s() - r->t0;
+    json_t *isl = json_array();
+
+    for (int i = 0; i < kevo_search_islands(r->s); i++)
+        json_array_append_new(isl, json_pack("{s:i, s:i}", "island", i, "occupied_cells",
+                                             kevo_search_occupied(r->s, i)));
+    return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:o, s:o}", "run",
+                     (json_int_t)r->run, "task", r->task->name, "path", r->task_path, "reason",
+                     r->reason ? r->reason : "?", "evaluations", (json_int_t)r->n_done, "ok",
+                     (json_int_t)r->n_ok, "best", best_json(r, b ? b->id : 0), "reference",
+                     r->ref ? json_incref(json_object_get(r->ref, "workloads")) : json_null(),
+                     "elapsed_s", el, "worker_busy_s", r->busy_s, "controller_overhead",
+                     el > 0 ? 1.0 - r->busy_s / (el * r->n_slots) : 0.0, "islands", isl,
+                     "operators", kevo_search_op_json(r->s));
+}
+
+/* ---- entry ---- */
+
+void kevo_run_opts_default(struct kevo_run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    kevo_eval_opts_default(&o->eval);
+}
+
+/* The options a resumed run keeps: what defines the search, not this session's limits. */
+static json_t *config_json(const struct kevo_run_opts *o, const char *backend)
+{
+    json_t *gpus = json_array(), *seeds = json_array();
+    for (int i = 0; i < o->n_gpus; i++)
+        json_array_append_new(gpus, json_integer(o->gpus[i]));
+    for (int i = 0; i < o->n_seeds; i++)
+        json_array_append_new(seeds, json_string(o->seeds[i]));
+    return json_pack("{s:s, s:I, s:f, s:I, s:f, s:i, s:I, s:o, s:o, s:i, s:f}", "backend", backend,
+                     "budget", (json_int_t)o->budget, "target", o->target, "stagnation",
+                     (json_int_t)o->stagnation, "cost_cap", o->cost_cap, "islands", o->n_islands,
+                     "rng_seed", (json_int_t)o->rng_seed, "gpus", gpus, "seeds", seeds, "trials",
+                     o->eval.trials, "time_cap_s", o->eval.time_cap_s);
+}
+
+static enum kevo_status open_archive(struct runctx *r, const char *path)
+{
+    char def[PATH_MAX], *m = NULL;
+    enum kevo_status st = KEVO_OK;
+
+    if (!path) {
+        st = kevo_run_default_archive(def, sizeof def);
+        if (st)
+            return fail(r, st, "no archive path: set KEVO_ARCHIVE or HOME");
+        path = def;
+    }
+    st = kevo_archive_open(path, &r->ar, &m);
+    if (st)
+        st = fail(r, st, "%s", m ? m : path);
+    kevo_free(m);
+    return st;
+}
+
+/* The task: from the file for a new run, from the archive (as it was) for a resume. */
+static enum kevo_status load_task(struct runctx *r, const char *path)
+{
+    char *m = NULL;
+    enum kevo_status st = KEVO_OK;
+
+    if (r->o->resume) {
+        struct kevo_run_rec rr;
+        memset(&rr, 0, sizeof rr);
+        st = kevo_archive_run_get(r->ar, r->o->resume, &rr);
+        if (st)
+            return fail(r, st, "run %lld: %s", (long long)r->o->resume, kevo_archive_errmsg(r->ar));
+        st = kevo_archive_source_get(r->ar, rr.task_hash, &r->task_text, &r->task_len);
+        r->cfg = json_loads(rr.config_json ? rr.config_json : "{}", 0, NULL);
+        r->run = rr.id;
+        r->path_owned = kevo_strdup(rr.task_path ? rr.task_path : "task.cu");
+        r->task_path = r->path_owned;
+        kevo_archive_run_clear(&rr);
+        if (!st && (!r->cfg || !r->path_owned))
+            st = KEVO_ERR_NOMEM;
+        if (st)
+            return fail(r, st, "run %lld: its task or config cannot be read back from the "
+                        "archive", (long long)r->o->resume);
+    } else {
+        r->task_path = path;
+        r->task_text = slurp(path, &r->task_len);
+        if (!r->task_text)
+            return fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    }
+    st = kevo_task_parse(r->task_path, r->task_text, r->task_len, &r->task, &m);
+    if (st)
+        st = fail(r, st, "%s", m ? m : kevo_status_name(st));
+    kevo_free(m);
+    return st;
+}
+
+/* An option of this session, else the resumed run's, else the default. */
+static int64_t opt_i(const struct runctx *r, int64_t v, const char *key, int64_t dflt)
+{
+    int64_t c = r->cfg ? json_integer_value(json_object_get(r->cfg, key)) : 0;
+    return v ? v : c ? c : dflt;
+}
+
+static enum kevo_status open_workers(struct runctx *r)
+{
+    const struct kevo_run_opts *o = r->o;
+    struct kevo_pool_opts po = { 0 };
+    int dev = o->eval.device;
+    char *m = NULL;
+    json_t *calib = NULL;
+    struct kevo_sol_figures f;
+
+    if (o->n_gpus > MAX_SLOTS)
+        return fail(r, KEVO_ERR_INVALID, "at most %d devices", MAX_SLOTS);
+    po.backend = r->backend;
+    po.n_devices = o->n_gpus > 0 ? o->n_gpus : 1;
+    po.devices = o->n_gpus > 0 ? o->gpus : &dev;
+    po.exe = getenv("KEVO_WORKER_EXE");
+    po.start_timeout_s = 60;
+    enum kevo_status st = kevo_pool_open(&po, &r->pool, &m);
+    if (st) {
+        st = fail(r, st, "cannot start %s workers: %s", r->backend, m ? m : "?");
+        kevo_free(m);
+        return st;
+    }
+    r->n_slots = kevo_pool_size(r->pool);
+    st = kevo_evalreq_calibrate(r->pool, 0, r->backend, 0, CALIBRATE_DEADLINE_S, &calib, &m);
+    if (st) {
+        st = fail(r, st, "%s", m ? m : "calibration failed");
+        kevo_free(m);
+        return st;
+    }
+    kevo_sol_figures_from_json(calib, &f);
+    r->calib = calib;
+    r->sol = kevo_sol_figures_to_json(&f);
+    return r->sol ? KEVO_OK : KEVO_ERR_NOMEM;
+}
+
+static enum kevo_status new_search(struct runctx *r)
+{
+    struct kevo_search_cfg sc;
+    int64_t n = 0, nd = 0, nok = 0;
+
+    kevo_search_cfg_default(&sc);
+    sc.n_islands = (int)opt_i(r, r->o->n_islands, "islands", 2);
+    /* reproducible per run, and a resumed session does not replay the first one's draws */
+    if (r->run && kevo_archive_counts(r->ar, r->run, &n, &nd, &nok) != KEVO_OK)
+        n = 0;   /* only the seed's mix is lost */
+    sc.seed = (uint64_t)opt_i(r, (int64_t)r->o->rng_seed, "rng_seed", (int64_t)sc.seed) ^
+              (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    enum kevo_status st = kevo_search_new(&sc, &r->s);
+    if (st)
+        return fail(r, st, "bad search configuration (islands 1..%d)", KEVO_MAX_ISLANDS);
+    r->ops = kevo_ops_builtin(&r->n_ops);
+    for (int i = 0; i < r->n_ops; i++)
+        kevo_search_op_register(r->s, i, r->ops[i]->name, r->ops[i]->prior);
+    return KEVO_OK;
+}
+
+static enum kevo_status setup(struct runctx *r, const char *task_path)
+{
+    const struct kevo_run_opts *o = r->o;
+    enum kevo_status st = open_archive(r, o->archive);
+
+    if (!st)
+        st = load_task(r, task_path);
+    if (st)
+        return st;
+    r->backend = o->eval.backend == KEVO_BACKEND_CPU ? "cpu"
+                 : o->eval.backend == KEVO_BACKEND_CUDA ? "cuda"
+                 : r->task->lang == KEVO_LANG_C ? "cpu" : "cuda";
+    if (!o->resume) {
+        json_t *cfg = config_json(o, r->backend);
+        char *cs = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+        st = cs ? kevo_archive_run_create(r->ar, r->task->name, task_path, r->task_text,
+                                          r->task_len, cs, &r->run)
+                : KEVO_ERR_NOMEM;
+        kevo_free(cs);
+        json_decref(cfg);
+        if (st)
+            return fail(r, st, "creating the run: %s", kevo_archive_errmsg(r->ar));
+    }
+    r->budget = opt_i(r, o->budget, "budget", DEFAULT_BUDGET);
+    r->stagnation = opt_i(r, o->stagnation, "stagnation", 0);
+    if (r->stagnation <= 0)
+        r->stagnation = r->budget / 4 > 24 ? r->budget / 4 : 24;
+    r->n_wl = r->task->n_workloads;
+    r->ref_median = kevo_calloc((size_t)r->n_wl + 1, sizeof *r->ref_median);
+    if (!r->ref_median)
+        return KEVO_ERR_NOMEM;
+    st = new_search(r);
+    if (!st)
+        st = open_workers(r);
+    return st;
+}
+
+static void teardown(struct runctx *r)
+{
+    q_close(&r->jobs);
+    for (int i = 0; i < r->n_threads; i++)
+        pthread_join(r->threads[i], NULL);
+    q_destroy(&r->jobs);
+    q_destroy(&r->done);
+    kevo_pool_free(r->pool);
+    for (int i = 0; i < GENOME_CACHE; i++)
+        kevo_genome_clear(&r->cache[i].g);
+    kevo_search_free(r->s);
+    kevo_archive_close(r->ar);
+    kevo_task_free(r->task);
+    kevo_free(r->task_text);
+    kevo_free(r->path_owned);
+    kevo_free(r->ref_median);
+    kevo_free(r->pending);
+    json_decref(r->cfg);
+    json_decref(r->calib);
+    json_decref(r->sol);
+    json_decref(r->ref);
+    kevo_buf_free(&r->msg);
+}
+
+enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
+                          kevo_run_event_fn ev, void *user, volatile int *stop, int64_t *run_id,
+                          char **out_json, char **out_msg)
+{
+    struct runctx r;
+    json_t *rep = NULL;
+    enum kevo_status st;
+
+    memset(&r, 0, sizeof r);
+    kevo_buf_init(&r.msg, 1 << 16);
+    q_init(&r.jobs);
+    q_init(&r.done);
+    r.o = o;
+    r.ev = ev;
+    r.user = user;
+    r.stop = stop;
+    r.t0 = now_s();
+    *out_json = NULL;
+    *out_msg = NULL;
+    st = setup(&r, task_path);
+    if (run_id)
+        *run_id = r.run;
+    if (!st)
+        st = start_threads(&r);
+    if (!st)
+        st = reference(&r);
+    if (!st)
+        st = o->resume ? rebuild(&r) : add_seeds(&r);
+    if (!st) {
+        event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b}", "event", "start", "run",
+                            (json_int_t)r.run, "task", r.task->name, "backend", r.backend,
+                            "budget", (json_int_t)r.budget, "workers", r.n_slots, "resumed",
+                            o->resume != 0));
+        st = search_loop(&r);
+    }
+    if (!st) {
+        rep = report_json(&r);
+        if (strcmp(r.reason, "interrupted") != 0)
+            st = holdout_gate(&r, rep);
+    }
+    if (!st) {
+        char *s = json_dumps(rep, JSON_INDENT(1));
+        enum kevo_run_status rs = strcmp(r.reason, "interrupted") == 0 ? KEVO_RUN_STOPPED
+                                                                       : KEVO_RUN_DONE;
+        st = s ? kevo_archive_run_finish(r.ar, r.run, rs, s) : KEVO_ERR_NOMEM;
+        if (st)
+            st = fail(&r, st, "recording the report: %s", kevo_archive_errmsg(r.ar));
+        event(&r, json_pack("{s:s, s:O}", "event", "done", "report", rep));
+        *out_json = s;
+    } else if (r.ar && r.run && kevo_archive_run_finish(r.ar, r.run, KEVO_RUN_FAILED, NULL)) {
+        KEVO_WARN("run %lld: could not mark it failed: %s", (long long)r.run,
+                  kevo_archive_errmsg(r.ar));
+    }
+    if (st)
+        *out_msg = r.msg.len ? kevo_buf_take(&r.msg) : kevo_strdup(kevo_status_name(st));
+    json_decref(rep);
+    teardown(&r);
+    return st;
+}
