@@ -1174,6 +1174,7 @@ static enum kevo_status parse_file(const struct kevo_task *task, const char *pat
     p.first_wl = -1;
     kevo_buf_init(&p.msg, TASK_MSG_MAX);
     kevo_buf_init(&p.doc, TASK_MAX_FILE);
+    kevo_buf_init(&p.torch, TASK_MAX_FILE);
     p.t = kevo_calloc(1, sizeof *p.t);
     st = p.t ? KEVO_OK : nomem(&p);
     if (!st) {
