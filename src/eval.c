@@ -189,6 +189,10 @@ enum kevo_status kevo_eval_req_from_json(json_t *j, struct kevo_eval_req *out, c
     out->cand_path = json_string_value(json_object_get(j, "cand_path"));
     if (!out->cand_path)
         out->cand_path = "candidate";
+    ct = json_object_get(j, "dump_dir");
+    if (ct && !json_is_null(ct) && (!json_is_string(ct) || !json_string_length(ct)))
+        return req_err(out_msg, "dump_dir must be a non-empty string");
+    out->dump_dir = json_string_value(ct);
     st = req_seed(j, &out->seed, out_msg);
     if (!st)
         st = req_params_get(j, out, out_msg);
