@@ -17,6 +17,7 @@
 #include "backend_cuda.h"
 #include "cudrv.h"
 #include "dtype_conv.h"
+#include "judge_cases.h"
 #include "mem.h"
 #include "verify.h"
 #include <math.h>
@@ -611,11 +612,6 @@ static void test_gpu_time(void **state)
 
 /* ---- GPU: the verification ops against their host oracle (src/verify.c) ---- */
 
-static const enum kevo_dtype ALL_DT[] = {KEVO_F64, KEVO_F32, KEVO_F16, KEVO_BF16,
-                                         KEVO_FP8E4M3, KEVO_FP8E5M2, KEVO_I64, KEVO_I32,
-                                         KEVO_I16, KEVO_I8, KEVO_U8, KEVO_BOOL};
-#define N_DT ((int)(sizeof ALL_DT / sizeof ALL_DT[0]))
-
 static uint64_t dev_alloc(struct kevo_backend *b, size_t bytes)
 {
     uint64_t d = 0;
@@ -631,15 +627,6 @@ static void dev_put(struct kevo_backend *b, uint64_t d, const void *p, size_t n)
 static void dev_get(struct kevo_backend *b, void *p, uint64_t d, size_t n)
 {
     assert_int_equal(b->ops->download(b->ctx, p, d, n), KEVO_OK);
-}
-
-/* Element i of an array of dt gets the raw bits v (little-endian). */
-static void put_bits(enum kevo_dtype dt, void *base, int64_t i, uint64_t v)
-{
-    size_t esz = kevo_dtype_size(dt);
-    unsigned char *p = (unsigned char *)base + (size_t)i * esz;
-    for (size_t k = 0; k < esz; k++)
-        p[k] = (unsigned char)(v >> (8 * k));
 }
 
 /* Units in the last place between two elements of a narrow float type (sign-magnitude
@@ -733,13 +720,13 @@ static void test_gpu_gen_matches_host(void **state)
     };
 
     (void)state;
-    for (int d = 0; d < N_DT; d++) {
-        int is_f = kevo_dtype_is_float(ALL_DT[d]);
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        int is_f = kevo_dtype_is_float(JC_DTYPES[d]);
         const struct kevo_gen *set = is_f ? fl : in;
         int cnt = is_f ? (int)(sizeof fl / sizeof fl[0]) : (int)(sizeof in / sizeof in[0]);
         for (int c = 0; c < cnt; c++) {
             struct kevo_gen g = set[c];
-            g.dtype = ALL_DT[d];
+            g.dtype = JC_DTYPES[d];
             check_gen(b, &g, n);
         }
     }
@@ -862,64 +849,19 @@ static void same_res(const struct kevo_judge_res *g, const struct kevo_judge_res
     assert_int_equal(g->hash_ref, w->hash_ref);
 }
 
-/* Crafted outputs: 0 mixed failures (bad values, NaN/Inf on either side, poison in runs A
- * and B, a run-B difference, small in-tolerance errors), 1 a constant run A, 2 exact. */
-static void craft(enum kevo_dtype dt, int64_t n, int variant, void *a, void *bb, void *ref)
-{
-    const size_t bytes = (size_t)n * kevo_dtype_size(dt);
-    struct kevo_gen g = {.kind = KEVO_INIT_RANDINT, .dtype = dt, .lo = -50, .hi = 50};
-
-    if (kevo_dtype_is_float(dt))
-        g = (struct kevo_gen){.kind = KEVO_INIT_NORMAL, .dtype = dt, .a = 0, .b = 3};
-    else if (dt == KEVO_BOOL || dt == KEVO_U8)
-        g.lo = 0, g.hi = dt == KEVO_BOOL ? 2 : 100;
-    kevo_verify_generate(&g, 99, 3, ref, n);
-    memcpy(a, ref, bytes);
-    if (variant == 1) {
-        for (int64_t i = 0; i < n; i++)
-            kevo_dt_store(dt, a, i, 1.0);
-    }
-    for (int64_t i = 0; variant == 0 && i < n; i += 7)   /* inside the tolerance */
-        kevo_dt_store(dt, a, i, kevo_dt_load(dt, ref, i) * (1 + 1e-5));
-    if (variant == 0) {
-        int64_t k = n > 3 ? 1 : 0;
-        kevo_dt_store(dt, a, k, kevo_dt_load(dt, ref, k) * 1.5 + 1);
-    }
-    if (variant == 0 && n > 10000) {
-        kevo_dt_store(dt, a, 500, NAN);
-        kevo_dt_store(dt, a, 501, INFINITY);
-        kevo_dt_store(dt, ref, 502, NAN);
-        kevo_dt_store(dt, a, 502, NAN);
-        kevo_dt_store(dt, ref, 503, -INFINITY);
-        kevo_dt_store(dt, a, 503, -INFINITY);
-        kevo_dt_store(dt, a, 504, 0.0);
-        kevo_dt_store(dt, ref, 504, 0.0);
-        put_bits(dt, a, 9000, kevo_verify_poison_elem(dt, 0));
-        put_bits(dt, a, 9001, kevo_verify_poison_elem(dt, 0));
-    }
-    memcpy(bb, a, bytes);
-    if (variant == 0 && n > 10000) {
-        kevo_dt_store(dt, bb, 300, kevo_dt_load(dt, a, 300) + 2);
-        put_bits(dt, bb, 7000, kevo_verify_poison_elem(dt, 1));
-    }
-}
-
 /* One judge on the device against kevo_verify_judge, twice (the same bits both times). */
 static void judge_case(struct kevo_backend *b, enum kevo_dtype dt, int64_t n, int variant,
                        int with_b)
 {
-    const size_t bytes = (size_t)n * kevo_dtype_size(dt);
-    void *a = kevo_malloc(bytes), *bb = kevo_malloc(bytes), *ref = kevo_malloc(bytes);
-    void *sealed = kevo_malloc(bytes), *back = kevo_malloc(bytes);
-    struct kevo_judge_req rq = {.dt = dt, .n = n, .ref_key = 0x0123456789ABCDEFull,
-                                .rtol = 1e-3, .atol = 1e-4,
-                                .pe_a = kevo_verify_poison_elem(dt, 0),
-                                .pe_b = kevo_verify_poison_elem(dt, 1)};
+    const size_t bytes = (size_t)n * kevo_dtype_size(dt), hb = bytes ? bytes : 1;
+    void *a = kevo_malloc(hb), *bb = kevo_malloc(hb), *ref = kevo_malloc(hb);
+    void *sealed = kevo_malloc(hb), *back = kevo_malloc(hb);
+    struct kevo_judge_req rq = jc_req(dt, n);
     struct kevo_judge_res want, got, again;
     struct kevo_buf err;
 
     kevo_buf_init(&err, 1 << 16);
-    craft(dt, n, variant, a, bb, ref);
+    jc_craft(dt, n, variant, a, bb, ref);
     kevo_verify_judge(&rq, a, with_b ? bb : NULL, ref, &want);
     memcpy(sealed, ref, bytes);
     kevo_verify_seal(dt, sealed, n, rq.ref_key);
@@ -961,18 +903,19 @@ static void test_gpu_judge_matches_host(void **state)
     struct kevo_backend *b = gpu();
 
     (void)state;
-    for (int d = 0; d < N_DT; d++) {
-        for (int v = 0; v < 3; v++)
-            judge_case(b, ALL_DT[d], 20011, v, 1);
-        judge_case(b, ALL_DT[d], 20011, 0, 0);
-        judge_case(b, ALL_DT[d], 3, 0, 1);       /* small: hashed */
-        judge_case(b, ALL_DT[d], 1, 2, 1);
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        for (int v = 0; v < JC_N_VARIANTS; v++)
+            judge_case(b, JC_DTYPES[d], 20011, v, 1);
+        judge_case(b, JC_DTYPES[d], 20011, 0, 0);
+        judge_case(b, JC_DTYPES[d], 3, JC_MIXED, 1);       /* small: hashed */
+        judge_case(b, JC_DTYPES[d], 1, JC_EXACT, 1);
+        judge_case(b, JC_DTYPES[d], 0, JC_EXACT, 1);
     }
     /* Many blocks, each a chunk of its own. */
-    judge_case(b, KEVO_F32, (1 << 22) + 12345, 0, 1);
-    judge_case(b, KEVO_BF16, (1 << 21) + 7, 0, 1);
-    judge_case(b, KEVO_I32, (1 << 21) + 7, 0, 1);
-    judge_case(b, KEVO_F64, (1 << 20) + 1, 2, 1);
+    judge_case(b, KEVO_F32, (1 << 22) + 12345, JC_MIXED, 1);
+    judge_case(b, KEVO_BF16, (1 << 21) + 7, JC_MIXED, 1);
+    judge_case(b, KEVO_I32, (1 << 21) + 7, JC_MIXED, 1);
+    judge_case(b, KEVO_F64, (1 << 20) + 1, JC_EXACT, 1);
 }
 
 /* LAST: a sticky fault. Nothing CUDA works in this process afterwards. */
