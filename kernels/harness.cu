@@ -13,8 +13,13 @@
  *                           sample give the SM clock: dclock / dglobaltimer.
  *
  * Stand-alone check: nvcc -arch=sm_90a -cubin kernels/harness.cu -o /tmp/harness.cubin
- * Variants: none. Both kernels are extern "C" so the host finds them by these names.
+ * Variants: none. Every kernel is extern "C" so the host finds it by its name.
+ * The verification kernels (second half) also build on the host, with KEVO_HARNESS_ON_HOST
+ * and tests/emul/cuda_host.h standing in for CUDA: make test runs them there against
+ * src/verify.c (tests/emul/harness_emul.cpp), so a machine without a GPU checks their logic.
  */
+
+#ifndef KEVO_HARNESS_ON_HOST   /* the timing kernels need the GPU's special registers */
 
 __device__ __forceinline__ unsigned long long kevo_globaltimer(void)
 {
@@ -60,14 +65,15 @@ extern "C" __global__ void kevo_harness_timestamp(volatile unsigned long long *o
     out[0] = gt;
     out[1] = clk;
 }
+#endif   /* KEVO_HARNESS_ON_HOST */
 
 /* ==== verification: the device half of src/verify.c ====
  *
- *   kevo_verify_gen    fill (or, with `check`, check) a tensor exactly as
+ *   kevo_harness_gen   fill (or, with `check`, check) a tensor exactly as
  *                      kevo_verify_generate does: element i is a pure function of
  *                      (stream key, i), so any grid gives the same tensor.
- *   kevo_verify_seal   XOR every element with its secret mask (an involution).
- *   kevo_verify_judge  every check of one output in one pass; block b reduces a
+ *   kevo_harness_seal  XOR every element with its secret mask (an involution).
+ *   kevo_harness_judge every check of one output in one pass; block b reduces a
  *                      contiguous chunk in a fixed tree order into parts[b], and the host
  *                      merges the parts in block order, so the result never depends on
  *                      scheduling (rel_l2 is the same bit for bit on the same data).
@@ -315,7 +321,7 @@ __device__ void kv_gen_pair(int dt, int kind, double a, double b, long long lo, 
 
 /* dst != 0: write n elements. Else compare check's elements with what would be written
  * and lower *first to the smallest differing index (the host sets it to ~0 first). */
-extern "C" __global__ void kevo_verify_gen(void *dst, const void *check,
+extern "C" __global__ void kevo_harness_gen(void *dst, const void *check,
                                            unsigned long long *first, int dt, int kind,
                                            double a, double b, long long lo, long long hi,
                                            unsigned long long key, long long n)
@@ -347,7 +353,7 @@ __device__ __forceinline__ unsigned long long kv_seal_bits(unsigned long long ke
     return key ? kv_draw(key, i) : 0ull;
 }
 
-extern "C" __global__ void kevo_verify_seal(void *buf, int esz, unsigned long long key,
+extern "C" __global__ void kevo_harness_seal(void *buf, int esz, unsigned long long key,
                                             long long n)
 {
     const long long step = (long long)gridDim.x * blockDim.x;
@@ -467,7 +473,7 @@ __device__ __forceinline__ void kv_spread(kv_part *p, double w)
 
 /* Block b judges elements [b * chunk, (b + 1) * chunk) into parts[b]. b may be 0 (no run
  * B); ref is sealed under key (0: in the clear). Launch with KV_THREADS threads. */
-extern "C" __global__ void kevo_verify_judge(const void *a, const void *b, const void *ref,
+extern "C" __global__ void kevo_harness_judge(const void *a, const void *b, const void *ref,
                                              kv_part *parts, int dt, long long n,
                                              unsigned long long key, double rtol,
                                              double atol, unsigned long long pe_a,
@@ -516,7 +522,7 @@ extern "C" __global__ void kevo_verify_judge(const void *a, const void *b, const
     }
     s[threadIdx.x] = p;
     __syncthreads();
-    for (int half = KV_THREADS / 2; half > 0; half /= 2) {
+    for (unsigned half = KV_THREADS / 2; half > 0; half /= 2) {
         if (threadIdx.x < half)
             kv_part_merge(&s[threadIdx.x], &s[threadIdx.x + half]);
         __syncthreads();

@@ -72,7 +72,7 @@ struct cuda_ctx {
     CUdeviceptr dev_words;
     CUevent ev0, ev1;
     struct kevo_module *harness;         /* entry 0: kevo_harness_block, 1: _timestamp,
-                                            2-4: kevo_verify_gen, _seal, _judge */
+                                            2-4: kevo_harness_gen, _seal, _judge */
     CUdeviceptr vdev;                    /* judge parts, then the gen_check result word */
     void *vhost;                         /* pinned: where they are read back */
     int lost;                            /* a sticky fault was seen */
@@ -100,16 +100,8 @@ struct prepared {
     void *argp[KEVO_MAX_ARGS];
 };
 
-/* One block's share of the judge: struct kv_part of kernels/harness.cu, member for
- * member (8-byte members only, so both compilers lay it out the same). */
-struct judge_part {
-    int64_t n_bad, first_bad, worst;
-    double max_abs, max_rel, sum_d2, sum_w2;
-    int64_t unw_a, unw_a_first, unw_b, unw_b_first, diff_first, a_varies;
-    double ref_lo, ref_hi, ref_amax;
-};
-_Static_assert(sizeof(struct judge_part) == 128, "struct judge_part must mirror kv_part");
-#define VDEV_BYTES (JUDGE_MAX_BLOCKS * sizeof(struct judge_part) + 8)
+_Static_assert(sizeof(struct kevo_judge_part) == 128, "kevo_judge_part must mirror kv_part");
+#define VDEV_BYTES (JUDGE_MAX_BLOCKS * sizeof(struct kevo_judge_part) + 8)
 
 /* ---- messages ---- */
 
@@ -992,7 +984,7 @@ static enum kevo_status cuda_seal(void *ctx, uint64_t buf, enum kevo_dtype dt, i
 static int64_t first_of(int64_t x, int64_t y) { return x < 0 ? y : y < 0 ? x : x < y ? x : y; }
 
 /* p += q, exactly as kv_part_merge on the device. */
-static void part_merge(struct judge_part *p, const struct judge_part *q)
+static void part_merge(struct kevo_judge_part *p, const struct kevo_judge_part *q)
 {
     p->n_bad += q->n_bad;
     p->first_bad = first_of(p->first_bad, q->first_bad);
@@ -1016,7 +1008,7 @@ static void part_merge(struct judge_part *p, const struct judge_part *q)
 }
 
 /* The merged parts as a result (kevo_verify_compare's closing arithmetic). */
-static void judge_result(const struct kevo_judge_req *rq, const struct judge_part *p,
+static void judge_result(const struct kevo_judge_req *rq, const struct kevo_judge_part *p,
                          struct kevo_judge_res *res)
 {
     struct kevo_cmp *m = &res->cmp;
@@ -1041,6 +1033,14 @@ static void judge_result(const struct kevo_judge_req *rq, const struct judge_par
     res->diff_first = p->diff_first;
     res->a_constant = rq->n > KEVO_VERIFY_SMALL && !p->a_varies;
     res->ref_spread = p->ref_hi > p->ref_lo && (p->ref_hi - p->ref_lo) > 1e-5 * p->ref_amax;
+}
+
+void kevo_backend_cuda_judge_merge(const struct kevo_judge_req *rq, struct kevo_judge_part *parts,
+                                   int64_t n_parts, struct kevo_judge_res *res)
+{
+    for (int64_t b = 1; b < n_parts; b++)   /* in block order: the sums' order is fixed */
+        part_merge(&parts[0], &parts[b]);
+    judge_result(rq, &parts[0], res);
 }
 
 /* Elements [i, i + k) of a and of ref (unsealed) into the host; k <= KEVO_VERIFY_SMALL. */
@@ -1102,7 +1102,7 @@ static enum kevo_status cuda_judge(void *ctx, const struct kevo_judge_req *rq,
     struct cuda_ctx *c = ctx;
     const int64_t n = rq->n > 0 ? rq->n : 0;
     int64_t g = (n + JUDGE_PER_BLOCK - 1) / JUDGE_PER_BLOCK;
-    struct judge_part *parts = c->vhost;
+    struct kevo_judge_part *parts = c->vhost;
     enum kevo_status st;
 
     memset(res, 0, sizeof *res);
@@ -1117,9 +1117,7 @@ static enum kevo_status cuda_judge(void *ctx, const struct kevo_judge_req *rq,
                                                            (size_t)g * sizeof *parts)));
     if (st)
         return st;
-    for (int64_t b = 1; b < g; b++)   /* in block order: the sums' order is fixed */
-        part_merge(&parts[0], &parts[b]);
-    judge_result(rq, &parts[0], res);
+    kevo_backend_cuda_judge_merge(rq, parts, g, res);
     return judge_values(c, rq, res, err);
 }
 
@@ -1256,8 +1254,8 @@ static enum kevo_status set_limits(struct cuda_ctx *c, struct kevo_buf *err)
 static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
 {
     static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp",
-                                           "kevo_verify_gen", "kevo_verify_seal",
-                                           "kevo_verify_judge"};
+                                           "kevo_harness_gen", "kevo_harness_seal",
+                                           "kevo_harness_judge"};
     const int n_ent = (int)(sizeof entries / sizeof entries[0]);
     const struct kevo_cudrv *d = c->d;
     const struct kevo_compile_req req = {
