@@ -12,7 +12,8 @@
  * runner (sandbox.c), which loads the object inside the sandbox; the worker itself never
  * runs candidate code.
  * Launches are checked here against the parameter types the shim reports, then sent to the
- * runner; sync/time wait for the reply with the deadline.
+ * runner; sync/time wait for the reply with the deadline. The verification ops run
+ * verify.c's host functions on the arena directly (the worker maps it): no copies.
  *
  * Ordering: like one device stream. A launch, a memory operation or a free first waits for
  * the previous launch; a fault found by such an implicit wait is returned by that call and

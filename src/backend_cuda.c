@@ -2,8 +2,9 @@
  * backend_cuda - the backend.h vtable on one CUDA device: NVRTC compiles (nvrtc.c), the
  * driver API loaded at run time (cudrv.c), one non-blocking "harness" stream that every
  * launch, fill and timed sample goes through, and the timing sample of
- * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events).
- * Design notes: docs/internals/backend_cuda.md.
+ * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events), and
+ * the verification ops (gen, gen_check, seal, judge) on kernels of kernels/harness.cu, so
+ * only summaries cross the bus. Design notes: docs/internals/backend_cuda.md.
  *
  * Invariants: the primary context is retained for the backend's life and made current on
  * every entry (a worker may compile on one thread and launch on another); once a sticky

@@ -1,8 +1,8 @@
 /*
- * eval_int - what the three files of the evaluation share: eval.c (request, module cache,
+ * eval_int - what the files of the evaluation share: eval.c (request, module cache,
  * compile, resources, orchestration, result), eval_wl.c (one workload: guarded buffers,
- * plans, runs and the correctness checks) and eval_time.c (the timing phase). Private to
- * them; the contract is eval.h.
+ * plans, runs and the correctness checks), eval_time.c (the timing phase) and eval_dump.c
+ * (the dump). Private to them; the contract is eval.h.
  *
  * Ownership: struct kevo_ev lives for one kevo_eval_run; struct kevo_wl for one workload
  * phase (set up, used, freed with kevo_eval_wl_free). A candidate's failure is recorded

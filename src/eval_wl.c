@@ -2,7 +2,10 @@
  * eval_wl - one workload of an evaluation (eval_int.h): its tensors and guarded buffers,
  * the resolved launch plans of both sides, the reference and candidate runs, and the
  * correctness checks of HARNESS.md in their fixed order. The rules themselves (poison
- * patterns, tolerance, degenerate) are in verify.c.
+ * patterns, tolerance, degenerate) are in verify.c; the backend applies them where the
+ * data lives (gen, gen_check, seal, judge), and this file turns the summaries into
+ * verdicts. Device memory per workload: both sides, plus a copy of the candidate's
+ * outputs (run A's, kept while run B reuses the buffers).
  */
 #include "eval_int.h"
 #include "dtype_conv.h"
