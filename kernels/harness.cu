@@ -350,7 +350,7 @@ extern "C" __global__ void kevo_harness_gen(void *dst, const void *check,
 __device__ __forceinline__ unsigned long long kv_seal_bits(unsigned long long key,
                                                            unsigned long long i)
 {
-    return key ? kv_draw(key, i) : 0ull;
+    return key ? kv_mix64(kv_draw(key, i) ^ kv_mix64(key ^ 0x5EA15EA15EA15EA1ull)) : 0ull;
 }
 
 extern "C" __global__ void kevo_harness_seal(void *buf, int esz, unsigned long long key,

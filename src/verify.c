@@ -557,9 +557,14 @@ uint64_t kevo_verify_hash(const void *p, size_t n)
 
 /* ---- sealing ---- */
 
+/* Two mixes around a key-derived word: one splitmix64 step alone is a bijection, so a
+ * single element whose value a candidate can guess (a zero of a ReLU) would give the key
+ * back; this way it gives one equation in the 64-bit key, nothing to invert. */
 uint64_t kevo_verify_seal_bits(uint64_t key, uint64_t i)
 {
-    return key ? key_draw(key, i) : 0;
+    if (!key)
+        return 0;
+    return kevo_verify_mix64(key_draw(key, i) ^ kevo_verify_mix64(key ^ 0x5EA15EA15EA15EA1ull));
 }
 
 /* Element i of base (esz bytes) XORed with m's low bytes. */
