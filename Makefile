@@ -1,5 +1,7 @@
 # kevo: one plain GNU Makefile. Objects go to build/; every src/*.c is part of libkevo,
-# every tests/unit/test_*.c is one cmocka test program linked against it.
+# every tests/unit/test_*.c is one cmocka test program linked against it, and
+# tests/emul/harness_emul.cpp runs the verification kernels of kernels/harness.cu on the
+# host (C++20 for std::barrier) against verify.c.
 CC      ?= cc
 CUDA    ?= /usr/local/cuda
 BUILD   := build
@@ -19,6 +21,7 @@ TESTS   := $(wildcard tests/unit/test_*.c)
 TBINS   := $(TESTS:tests/unit/%.c=$(BUILD)/tests/%)
 LIB     := $(BUILD)/libkevo.a
 KEVO    := $(BUILD)/kevo
+EMUL    := $(BUILD)/tests/harness_emul
 
 .PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan deps-check
 # the embedded kernels are inputs of many objects: keep them between runs
@@ -48,9 +51,18 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -lcmocka -o $@
 
+# The device kernels' logic on the host: no GPU needed (cuda_host.h stands in for CUDA).
+$(EMUL): tests/emul/harness_emul.cpp tests/emul/cuda_host.h tests/unit/judge_cases.h \
+         kernels/harness.cu $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++20 -D_GNU_SOURCE -O1 -g -ffp-contract=off -Wall -Wextra -Werror \
+	    -Wno-unused-function -Wno-unused-parameter -Wno-missing-field-initializers \
+	    -Iinclude -Isrc -Ikernels -Itests/unit -Itests/emul -I$(CUDA)/include $< $(LIB) \
+	    $(LDLIBS) -o $@
+
 # make test: every unit test program, then the CLI checks over the shipped tasks.
-test: deps-check $(KEVO) $(TBINS)
-	@set -e; for t in $(TBINS); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
+test: deps-check $(KEVO) $(TBINS) $(EMUL)
+	@set -e; for t in $(TBINS) $(EMUL); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
 	$(KEVO) check tasks/ tests/exploits/tasks/
 	$(KEVO) check --task tasks/cpu/cpu_softmax_rows.c examples/softmax_rows_fast.c
 	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu

@@ -92,6 +92,9 @@ struct kevo_eval_opts {
     double deadline_s;        /* per-request deadline; 0 = default */
     double time_cap_s;        /* timing cap per workload; 0 = default */
     int no_timing;            /* 1: verify only */
+    const char *dump_dir;     /* (optional) write the reference's trial-0 inputs and outputs
+                                 of every workload evaluated (holdouts too with holdout) to
+                                 DIR/w<index>/: <tensor>.bin + manifest.json */
 };
 void kevo_eval_opts_default(struct kevo_eval_opts *o);
 

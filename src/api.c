@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,7 @@ struct evalctx {
     const char *task_path;
     char *task_text;
     json_t *sol;            /* the request's "sol" object */
+    char *dump_dir;         /* opts->dump_dir made absolute (the worker's cwd may differ) */
 };
 
 /*
@@ -175,6 +177,8 @@ static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *ca
     json_object_set_new(req, "time_cap_s", json_real(e->opts->time_cap_s));
     json_object_set_new(req, "time_reference", json_integer(cand_text != NULL));
     json_object_set(req, "sol", e->sol);
+    if (e->dump_dir && !cand_text)   /* only the reference's own evaluation dumps */
+        json_object_set_new(req, "dump_dir", json_string(e->dump_dir));
     double t0 = kevo_now();
     enum kevo_status st = kevo_pool_call(e->pool, 0, req, e->opts->deadline_s, &reply);
     json_decref(req);
@@ -250,11 +254,38 @@ static enum kevo_status open_pool(const char *backend, int device, struct kevo_p
     return st;
 }
 
+/* dir as an absolute path (kevo_free); NULL when out of memory or cwd is unknown. */
+static char *abs_dir(const char *dir)
+{
+    char cwd[PATH_MAX];
+    struct kevo_buf b;
+
+    if (dir[0] == '/')
+        return kevo_strdup(dir);
+    if (!getcwd(cwd, sizeof cwd))
+        return NULL;
+    kevo_buf_init(&b, 2 * PATH_MAX);
+    if (kevo_buf_addf(&b, "%s/%s", cwd, dir) != KEVO_OK) {
+        kevo_buf_free(&b);
+        return NULL;
+    }
+    return kevo_buf_take(&b);
+}
+
 static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_t **out_calib,
                                    char **out_msg)
 {
     struct kevo_sol_figures f;
-    enum kevo_status st = open_pool(backend, e->opts->device, &e->pool, out_msg);
+    enum kevo_status st;
+
+    if (e->opts->dump_dir && e->opts->dump_dir[0]) {
+        e->dump_dir = abs_dir(e->opts->dump_dir);
+        if (!e->dump_dir) {
+            *out_msg = msg_dup("dump directory %s: %s", e->opts->dump_dir, strerror(errno));
+            return KEVO_ERR_IO;
+        }
+    }
+    st = open_pool(backend, e->opts->device, &e->pool, out_msg);
 
     if (!st)
         st = calibrate_call(e->pool, backend, 0, out_calib, out_msg);
@@ -343,6 +374,15 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
     /* With candidates, the reference is timed inside each candidate's request, interleaved
      * with it (a same-run ratio); timing it alone as well would only cost time. */
     ref = eval_one(&e, task_path, NULL, 0, n_cands == 0, out_msg);
+    if (ref && e.dump_dir && opts->holdout) {   /* the holdouts are dumped as well */
+        json_t *h = eval_one(&e, task_path, NULL, 1, 0, out_msg);
+        if (h) {
+            json_object_set_new(ref, "holdout", h);
+        } else {
+            json_decref(ref);
+            ref = NULL;
+        }
+    }
     if (!ref) {
         st = KEVO_ERR_WORKER;
         goto out;
@@ -373,6 +413,7 @@ out:
     json_decref(e.sol);
     kevo_pool_free(e.pool);
     kevo_free(e.task_text);
+    kevo_free(e.dump_dir);
     kevo_task_free(task);
     return st;
 }

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "kevo.h"
 #include "task.h"
+#include "verify.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,6 +127,32 @@ struct kevo_backend_ops {
     KEVO_NODISCARD enum kevo_status (*download)(void *ctx, void *dst, uint64_t src, size_t n);
     /* Fill n bytes at dst with a repeating 4-byte pattern. */
     KEVO_NODISCARD enum kevo_status (*fill32)(void *ctx, uint64_t dst, uint32_t pattern, size_t n);
+    /* Copy n bytes of device memory from src to dst (the ranges do not overlap). */
+    KEVO_NODISCARD enum kevo_status (*copy)(void *ctx, uint64_t dst, uint64_t src, size_t n);
+    /*
+     * The verification ops (HARNESS.md, verify.h): inputs are generated, checked and
+     * judged where they live, so only small summaries cross the bus. Ordered like the
+     * memory ops (after every launch enqueued before them); each returns when done.
+     * KEVO_ERR_DEVICE as for sync; *err (may be NULL) says why a call failed.
+     *
+     * gen: fill n elements at dst exactly as kevo_verify_generate(g, seed, stream) does.
+     * On a GPU, uniform and randint are bit-identical; normal may differ in the last bit
+     * of double log/cos/sin before the rounding to the dtype (docs/internals/backend_cuda.md).
+     */
+    KEVO_NODISCARD enum kevo_status (*gen)(void *ctx, uint64_t dst, const struct kevo_gen *g,
+                                           uint64_t seed, uint64_t stream, int64_t n,
+                                           struct kevo_buf *err);
+    /* *first = the smallest index whose bits differ from what gen writes there, else -1. */
+    KEVO_NODISCARD enum kevo_status (*gen_check)(void *ctx, uint64_t buf, const struct kevo_gen *g,
+                                                 uint64_t seed, uint64_t stream, int64_t n,
+                                                 int64_t *first, struct kevo_buf *err);
+    /* XOR n elements of dt at buf with kevo_verify_seal_bits(key, i) (an involution). */
+    KEVO_NODISCARD enum kevo_status (*seal)(void *ctx, uint64_t buf, enum kevo_dtype dt,
+                                            int64_t n, uint64_t key, struct kevo_buf *err);
+    /* kevo_verify_judge over device memory (ref sealed under rq->ref_key). Deterministic:
+     * the same data always gives the same result, rel_l2 included, bit for bit. */
+    KEVO_NODISCARD enum kevo_status (*judge)(void *ctx, const struct kevo_judge_req *rq,
+                                             struct kevo_judge_res *res, struct kevo_buf *err);
     /*
      * Enqueue one pass of the plan. KEVO_ERR_LAUNCH (with *err set) for a plan the device
      * refuses: grid/block/smem limits, an argument that does not fit its parameter's width,

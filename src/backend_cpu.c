@@ -12,7 +12,8 @@
  * runner (sandbox.c), which loads the object inside the sandbox; the worker itself never
  * runs candidate code.
  * Launches are checked here against the parameter types the shim reports, then sent to the
- * runner; sync/time wait for the reply with the deadline.
+ * runner; sync/time wait for the reply with the deadline. The verification ops run
+ * verify.c's host functions on the arena directly (the worker maps it): no copies.
  *
  * Ordering: like one device stream. A launch, a memory operation or a free first waits for
  * the previous launch; a fault found by such an implicit wait is returned by that call and
@@ -886,6 +887,89 @@ static enum kevo_status cpu_fill32(void *vctx, uint64_t dst, uint32_t pattern, s
     return KEVO_OK;
 }
 
+static enum kevo_status cpu_copy(void *vctx, uint64_t dst, uint64_t src, size_t n)
+{
+    struct cpu_ctx *ctx = ctx_of(vctx);
+    enum kevo_status st = mem_op(ctx, dst, n, "copy");
+    if (!st)
+        st = mem_op(ctx, src, n, "copy");
+    if (!st && n)
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return st;
+}
+
+/* ---- verification: the host functions of verify.c, run on the arena in place ---- */
+
+/* mem_op for n elements of dt at addr, with the reason in *err (may be NULL). */
+static enum kevo_status vmem(struct cpu_ctx *ctx, uint64_t addr, enum kevo_dtype dt, int64_t n,
+                             const char *op, struct kevo_buf *err)
+{
+    size_t bytes = 0;
+    enum kevo_status st;
+
+    if (n < 0 || (unsigned)dt >= KEVO_DTYPE_COUNT ||
+        __builtin_mul_overflow((size_t)n, kevo_dtype_size(dt), &bytes)) {
+        msgf(err, "%s: bad element count %lld", op, (long long)n);
+        return KEVO_ERR_INVALID;
+    }
+    st = mem_op(ctx, addr, bytes, op);
+    if (st == KEVO_ERR_INVALID)
+        msgf(err, "%s: %zu bytes at %#llx are outside device memory", op, bytes,
+             (unsigned long long)addr);
+    else if (st)   /* a fault of the last launch, found by the implicit wait */
+        msgf(err, "%s", kevo_buf_str(&ctx->fault_msg));
+    return st;
+}
+
+static enum kevo_status cpu_gen(void *vctx, uint64_t dst, const struct kevo_gen *g,
+                                uint64_t seed, uint64_t stream, int64_t n, struct kevo_buf *err)
+{
+    enum kevo_status st = vmem(ctx_of(vctx), dst, g->dtype, n, "gen", err);
+    if (!st)
+        kevo_verify_generate(g, seed, stream, (void *)(uintptr_t)dst, n);
+    return st;
+}
+
+static enum kevo_status cpu_gen_check(void *vctx, uint64_t buf, const struct kevo_gen *g,
+                                      uint64_t seed, uint64_t stream, int64_t n,
+                                      int64_t *first, struct kevo_buf *err)
+{
+    enum kevo_status st = vmem(ctx_of(vctx), buf, g->dtype, n, "gen_check", err);
+    *first = -1;
+    if (!st)
+        *first = kevo_verify_gen_check(g, seed, stream, (const void *)(uintptr_t)buf, n);
+    return st;
+}
+
+static enum kevo_status cpu_seal(void *vctx, uint64_t buf, enum kevo_dtype dt, int64_t n,
+                                 uint64_t key, struct kevo_buf *err)
+{
+    enum kevo_status st = vmem(ctx_of(vctx), buf, dt, n, "seal", err);
+    if (!st)
+        kevo_verify_seal(dt, (void *)(uintptr_t)buf, n, key);
+    return st;
+}
+
+/* The runner is stopped between calls, so unsealing the reference in place for the
+ * length of the judge shows the candidate nothing. */
+static enum kevo_status cpu_judge(void *vctx, const struct kevo_judge_req *rq,
+                                  struct kevo_judge_res *res, struct kevo_buf *err)
+{
+    struct cpu_ctx *ctx = ctx_of(vctx);
+    enum kevo_status st = vmem(ctx, rq->a, rq->dt, rq->n, "judge", err);
+
+    memset(res, 0, sizeof *res);
+    if (!st && rq->b)
+        st = vmem(ctx, rq->b, rq->dt, rq->n, "judge", err);
+    if (!st)
+        st = vmem(ctx, rq->ref, rq->dt, rq->n, "judge", err);
+    if (!st)
+        kevo_verify_judge_sealed(rq, (const void *)(uintptr_t)rq->a,
+                                 rq->b ? (const void *)(uintptr_t)rq->b : NULL,
+                                 (void *)(uintptr_t)rq->ref, res);
+    return st;
+}
+
 /* ---- device ---- */
 
 static enum kevo_status cpu_info(void *vctx, struct kevo_device_info *out)
@@ -922,6 +1006,11 @@ static const struct kevo_backend_ops cpu_ops = {
     .upload = cpu_upload,
     .download = cpu_download,
     .fill32 = cpu_fill32,
+    .copy = cpu_copy,
+    .gen = cpu_gen,
+    .gen_check = cpu_gen_check,
+    .seal = cpu_seal,
+    .judge = cpu_judge,
     .launch = cpu_launch,
     .sync = cpu_sync,
     .time = cpu_time,

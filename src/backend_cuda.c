@@ -2,8 +2,9 @@
  * backend_cuda - the backend.h vtable on one CUDA device: NVRTC compiles (nvrtc.c), the
  * driver API loaded at run time (cudrv.c), one non-blocking "harness" stream that every
  * launch, fill and timed sample goes through, and the timing sample of
- * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events).
- * Design notes: docs/internals/backend_cuda.md.
+ * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events), and
+ * the verification ops (gen, gen_check, seal, judge) on kernels of kernels/harness.cu, so
+ * only summaries cross the bus. Design notes: docs/internals/backend_cuda.md.
  *
  * Invariants: the primary context is retained for the backend's life and made current on
  * every entry (a worker may compile on one thread and launch on another); once a sticky
@@ -17,6 +18,7 @@
 #include "backend_cuda.h"
 
 #include "cudrv.h"
+#include "dtype_conv.h"
 #include "log.h"
 #include "mem.h"
 #include "rtc.h"
@@ -38,6 +40,12 @@
 #define HOST_FLAG_TIMEOUT   1
 #define HOST_TS_OFFSET      16           /* bytes: 4 x u64 stamps (gt0, clk0, gt1, clk1) */
 #define HOST_WORDS_BYTES    64
+#define HENT_GEN            2            /* harness entries of the verification ops */
+#define HENT_SEAL           3
+#define HENT_JUDGE          4
+#define V_THREADS           256          /* = KV_THREADS in kernels/harness.cu */
+#define JUDGE_MAX_BLOCKS    1024         /* the judge's grid: a function of n only ... */
+#define JUDGE_PER_BLOCK     4096         /* ... so a result never depends on the device */
 
 struct cuda_entry {
     char *name;
@@ -64,7 +72,10 @@ struct cuda_ctx {
     void *host_words;                    /* host-mapped: release/timeout flags, stamps */
     CUdeviceptr dev_words;
     CUevent ev0, ev1;
-    struct kevo_module *harness;         /* entry 0: kevo_harness_block, 1: _timestamp */
+    struct kevo_module *harness;         /* entry 0: kevo_harness_block, 1: _timestamp,
+                                            2-4: kevo_harness_gen, _seal, _judge */
+    CUdeviceptr vdev;                    /* judge parts, then the gen_check result word */
+    void *vhost;                         /* pinned: where they are read back */
     int lost;                            /* a sticky fault was seen */
     struct kevo_buf msg;                 /* last message of calls without an err buffer */
     struct pinned *pinned;               /* host blocks handed out or kept for reuse */
@@ -92,6 +103,9 @@ struct prepared {
     uint64_t argv[KEVO_MAX_ARGS];
     void *argp[KEVO_MAX_ARGS];
 };
+
+_Static_assert(sizeof(struct kevo_judge_part) == 128, "kevo_judge_part must mirror kv_part");
+#define VDEV_BYTES (JUDGE_MAX_BLOCKS * sizeof(struct kevo_judge_part) + 8)
 
 /* ---- messages ---- */
 
@@ -892,6 +906,251 @@ out:
     return st;
 }
 
+/* ---- copies and verification on the device (kernels/harness.cu) ---- */
+
+static enum kevo_status cuda_copy(void *ctx, uint64_t dst, uint64_t src, size_t n)
+{
+    struct cuda_ctx *c = ctx;
+    enum kevo_status st;
+
+    kevo_buf_reset(&c->msg);
+    st = bind(c, &c->msg);
+    if (!st && n)   /* on the stream: ordered after earlier launches, before later ones */
+        st = KEVO_CU(c->d, &c->msg,
+                     c->d->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, c->stream));
+    return report(c, st);
+}
+
+static struct kevo_val vptr(uint64_t p) { return (struct kevo_val){.kind = KEVO_VAL_PTR, .ptr = p}; }
+static struct kevo_val vint(int64_t i)
+{
+    return (struct kevo_val){.kind = KEVO_VAL_INT, .dtype = KEVO_I64, .i = i};
+}
+static struct kevo_val vflt(double f)
+{
+    return (struct kevo_val){.kind = KEVO_VAL_FLOAT, .dtype = KEVO_F64, .f = f};
+}
+
+/* Enough blocks of V_THREADS for `items` grid-stride items, at most 16 per SM. */
+static uint32_t stride_grid(const struct cuda_ctx *c, int64_t items)
+{
+    int64_t blocks = (items + V_THREADS - 1) / V_THREADS;
+    int64_t cap = 16 * (int64_t)(c->info.n_sms > 0 ? c->info.n_sms : 1);
+    blocks = blocks < cap ? blocks : cap;
+    return blocks < 1 ? 1 : (uint32_t)blocks;
+}
+
+/* Launch harness entry `entry` (grid x V_THREADS) and wait for it. */
+static enum kevo_status vrun(struct cuda_ctx *c, int entry, uint32_t grid,
+                             const struct kevo_val *args, int n_args, struct kevo_buf *err)
+{
+    struct kevo_call call = {.entry = entry, .grid = {grid, 1, 1}, .block = {V_THREADS, 1, 1},
+                             .n_args = n_args};
+    struct prepared p;
+    enum kevo_status st = bind(c, err);
+
+    memcpy(call.args, args, (size_t)n_args * sizeof *args);
+    if (!st)
+        st = prepare_one(c, c->harness, &call, 0, &p, err);
+    if (!st)
+        st = enqueue(c, &p, err);
+    if (!st)
+        st = note(c, KEVO_CU(c->d, err, c->d->cuStreamSynchronize(c->stream)));
+    return st;
+}
+
+/* The generator kernel: writes n elements at dst, or checks them at check. */
+static enum kevo_status gen_run(struct cuda_ctx *c, uint64_t dst, uint64_t check,
+                                const struct kevo_gen *g, uint64_t seed, uint64_t stream,
+                                int64_t n, struct kevo_buf *err)
+{
+    const struct kevo_val args[11] = {
+        vptr(dst), vptr(check), vptr(c->vdev + VDEV_BYTES - 8), vint(g->dtype), vint(g->kind),
+        vflt(g->a), vflt(g->b), vint(g->lo), vint(g->hi),
+        vint((int64_t)kevo_verify_stream_key(seed, stream)), vint(n)};
+    return vrun(c, HENT_GEN, stride_grid(c, (n + 1) / 2), args, 11, err);
+}
+
+static enum kevo_status cuda_gen(void *ctx, uint64_t dst, const struct kevo_gen *g, uint64_t seed,
+                                 uint64_t stream, int64_t n, struct kevo_buf *err)
+{
+    return n > 0 ? gen_run(ctx, dst, 0, g, seed, stream, n, err) : KEVO_OK;
+}
+
+static enum kevo_status cuda_gen_check(void *ctx, uint64_t buf, const struct kevo_gen *g,
+                                       uint64_t seed, uint64_t stream, int64_t n,
+                                       int64_t *first, struct kevo_buf *err)
+{
+    struct cuda_ctx *c = ctx;
+    const CUdeviceptr word = c->vdev + VDEV_BYTES - 8;
+    enum kevo_status st = KEVO_OK;
+    uint64_t v = UINT64_MAX;
+
+    *first = -1;
+    if (n <= 0)
+        return KEVO_OK;
+    st = bind(c, err);
+    if (!st)   /* ~0: nothing found yet; the kernel lowers it with atomicMin */
+        st = KEVO_CU(c->d, err, c->d->cuMemsetD32Async(word, 0xFFFFFFFFu, 2, c->stream));
+    if (!st)
+        st = gen_run(c, 0, buf, g, seed, stream, n, err);
+    if (!st)
+        st = note(c, KEVO_CU(c->d, err, c->d->cuMemcpyDtoH(&v, word, 8)));
+    if (!st && v != UINT64_MAX)
+        *first = (int64_t)v;
+    return st;
+}
+
+static enum kevo_status cuda_seal(void *ctx, uint64_t buf, enum kevo_dtype dt, int64_t n,
+                                  uint64_t key, struct kevo_buf *err)
+{
+    const struct kevo_val args[4] = {vptr(buf), vint((int64_t)kevo_dtype_size(dt)),
+                                     vint((int64_t)key), vint(n)};
+    if (n <= 0 || !key)
+        return KEVO_OK;
+    return vrun(ctx, HENT_SEAL, stride_grid(ctx, n), args, 4, err);
+}
+
+static int64_t first_of(int64_t x, int64_t y) { return x < 0 ? y : y < 0 ? x : x < y ? x : y; }
+
+/* p += q, exactly as kv_part_merge on the device. */
+static void part_merge(struct kevo_judge_part *p, const struct kevo_judge_part *q)
+{
+    p->n_bad += q->n_bad;
+    p->first_bad = first_of(p->first_bad, q->first_bad);
+    if (q->worst >= 0 && (p->worst < 0 || q->max_abs > p->max_abs ||
+                          (q->max_abs == p->max_abs && q->worst < p->worst))) {
+        p->max_abs = q->max_abs;
+        p->worst = q->worst;
+    }
+    p->max_rel = q->max_rel > p->max_rel ? q->max_rel : p->max_rel;
+    p->sum_d2 += q->sum_d2;
+    p->sum_w2 += q->sum_w2;
+    p->unw_a += q->unw_a;
+    p->unw_a_first = first_of(p->unw_a_first, q->unw_a_first);
+    p->unw_b += q->unw_b;
+    p->unw_b_first = first_of(p->unw_b_first, q->unw_b_first);
+    p->diff_first = first_of(p->diff_first, q->diff_first);
+    p->a_varies |= q->a_varies;
+    p->ref_lo = q->ref_lo < p->ref_lo ? q->ref_lo : p->ref_lo;
+    p->ref_hi = q->ref_hi > p->ref_hi ? q->ref_hi : p->ref_hi;
+    p->ref_amax = q->ref_amax > p->ref_amax ? q->ref_amax : p->ref_amax;
+}
+
+/* The merged parts as a result (kevo_verify_compare's closing arithmetic). */
+static void judge_result(const struct kevo_judge_req *rq, const struct kevo_judge_part *p,
+                         struct kevo_judge_res *res)
+{
+    struct kevo_cmp *m = &res->cmp;
+
+    memset(res, 0, sizeof *res);
+    m->n = rq->n;
+    m->n_bad = p->n_bad;
+    m->first_bad = p->first_bad;
+    m->worst = p->worst;
+    m->max_abs = p->max_abs;
+    m->max_rel = p->max_rel;
+    if (kevo_dtype_is_float(rq->dt)) {
+        m->ref_norm = sqrt(p->sum_w2);
+        m->rel_l2 = m->ref_norm > 0 ? sqrt(p->sum_d2) / m->ref_norm : sqrt(p->sum_d2);
+        m->l2_fail = m->ref_norm > 0 && !(m->rel_l2 <= rq->rtol);
+    }
+    m->pass = m->n_bad == 0 && !m->l2_fail;
+    res->unw_a = p->unw_a;
+    res->unw_a_first = p->unw_a_first;
+    res->unw_b = p->unw_b;
+    res->unw_b_first = p->unw_b_first;
+    res->diff_first = p->diff_first;
+    res->a_constant = rq->n > KEVO_VERIFY_SMALL && !p->a_varies;
+    res->ref_spread = p->ref_hi > p->ref_lo && (p->ref_hi - p->ref_lo) > 1e-5 * p->ref_amax;
+}
+
+void kevo_backend_cuda_judge_merge(const struct kevo_judge_req *rq, struct kevo_judge_part *parts,
+                                   int64_t n_parts, struct kevo_judge_res *res)
+{
+    for (int64_t b = 1; b < n_parts; b++)   /* in block order: the sums' order is fixed */
+        part_merge(&parts[0], &parts[b]);
+    judge_result(rq, &parts[0], res);
+}
+
+/* Elements [i, i + k) of a and of ref (unsealed) into the host; k <= KEVO_VERIFY_SMALL. */
+static enum kevo_status judge_fetch(struct cuda_ctx *c, const struct kevo_judge_req *rq,
+                                    int64_t i, int64_t k, uint64_t *a, uint64_t *ref,
+                                    struct kevo_buf *err)
+{
+    const size_t esz = kevo_dtype_size(rq->dt);
+    unsigned char *ra = (unsigned char *)ref;
+    enum kevo_status st =
+        KEVO_CU(c->d, err, c->d->cuMemcpyDtoH(a, rq->a + (uint64_t)i * esz, (size_t)k * esz));
+
+    if (!st)
+        st = KEVO_CU(c->d, err,
+                     c->d->cuMemcpyDtoH(ref, rq->ref + (uint64_t)i * esz, (size_t)k * esz));
+    for (int64_t j = 0; !st && j < k; j++) {
+        uint64_t m = kevo_verify_seal_bits(rq->ref_key, (uint64_t)(i + j));
+        for (size_t b = 0; b < esz; b++)
+            ra[(size_t)j * esz + b] ^= (unsigned char)(m >> (8 * b));
+    }
+    return note(c, st);
+}
+
+/* got/want (at the first bad element, else the worst) and the hashes of small outputs. */
+static enum kevo_status judge_values(struct cuda_ctx *c, const struct kevo_judge_req *rq,
+                                     struct kevo_judge_res *res, struct kevo_buf *err)
+{
+    uint64_t a[KEVO_VERIFY_SMALL], ref[KEVO_VERIFY_SMALL];
+    const int64_t at = res->cmp.first_bad >= 0 ? res->cmp.first_bad : res->cmp.worst;
+    const size_t esz = kevo_dtype_size(rq->dt);
+    enum kevo_status st = KEVO_OK;
+
+    if (rq->n <= KEVO_VERIFY_SMALL && rq->n > 0) {
+        st = judge_fetch(c, rq, 0, rq->n, a, ref, err);
+        res->hash_a = kevo_verify_hash(a, (size_t)rq->n * esz);
+        res->hash_ref = kevo_verify_hash(ref, (size_t)rq->n * esz);
+        if (!st && at >= 0) {
+            res->cmp.got = kevo_dt_load(rq->dt, a, at);
+            res->cmp.want = kevo_dt_load(rq->dt, ref, at);
+        }
+        return st;
+    }
+    if (rq->n <= 0) {   /* what kevo_verify_hash gives for no bytes */
+        res->hash_a = res->hash_ref = kevo_verify_hash(a, 0);
+        return KEVO_OK;
+    }
+    if (at >= 0)
+        st = judge_fetch(c, rq, at, 1, a, ref, err);
+    if (!st && at >= 0) {
+        res->cmp.got = kevo_dt_load(rq->dt, a, 0);
+        res->cmp.want = kevo_dt_load(rq->dt, ref, 0);
+    }
+    return st;
+}
+
+static enum kevo_status cuda_judge(void *ctx, const struct kevo_judge_req *rq,
+                                   struct kevo_judge_res *res, struct kevo_buf *err)
+{
+    struct cuda_ctx *c = ctx;
+    const int64_t n = rq->n > 0 ? rq->n : 0;
+    int64_t g = (n + JUDGE_PER_BLOCK - 1) / JUDGE_PER_BLOCK;
+    struct kevo_judge_part *parts = c->vhost;
+    enum kevo_status st;
+
+    memset(res, 0, sizeof *res);
+    g = g < 1 ? 1 : g > JUDGE_MAX_BLOCKS ? JUDGE_MAX_BLOCKS : g;
+    const struct kevo_val args[12] = {
+        vptr(rq->a), vptr(rq->b), vptr(rq->ref), vptr(c->vdev), vint(rq->dt), vint(n),
+        vint((int64_t)rq->ref_key), vflt(rq->rtol), vflt(rq->atol), vint((int64_t)rq->pe_a),
+        vint((int64_t)rq->pe_b), vint((n + g - 1) / g)};
+    st = vrun(c, HENT_JUDGE, (uint32_t)g, args, 12, err);
+    if (!st)
+        st = note(c, KEVO_CU(c->d, err, c->d->cuMemcpyDtoH(parts, c->vdev,
+                                                           (size_t)g * sizeof *parts)));
+    if (st)
+        return st;
+    kevo_backend_cuda_judge_merge(rq, parts, g, res);
+    return judge_values(c, rq, res, err);
+}
+
 /* ---- open and close ---- */
 
 /* ---- page-locked host memory ---- */
@@ -983,6 +1242,10 @@ static void cuda_destroy(void *ctx)
             (void)d->cuMemFree(c->flush);
         if (live && c->host_words)
             (void)d->cuMemFreeHost(c->host_words);
+        if (live && c->vdev)
+            (void)d->cuMemFree(c->vdev);
+        if (live && c->vhost)
+            (void)d->cuMemFreeHost(c->vhost);
         if (live && c->ev0)
             (void)d->cuEventDestroy(c->ev0);
         if (live && c->ev1)
@@ -1020,11 +1283,14 @@ static enum kevo_status set_limits(struct cuda_ctx *c, struct kevo_buf *err)
  * compiled kernels/harness.cu. */
 static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
 {
-    static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp"};
+    static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp",
+                                           "kevo_harness_gen", "kevo_harness_seal",
+                                           "kevo_harness_judge"};
+    const int n_ent = (int)(sizeof entries / sizeof entries[0]);
     const struct kevo_cudrv *d = c->d;
     const struct kevo_compile_req req = {
         .path = "kernels/harness.cu", .source = kevo_kernel_harness_cu,
-        .source_len = sizeof kevo_kernel_harness_cu - 1, .n_entries = 2, .entries = entries};
+        .source_len = sizeof kevo_kernel_harness_cu - 1, .n_entries = n_ent, .entries = entries};
     enum kevo_status st;
     void *cubin = NULL;
     size_t size = 0;
@@ -1036,12 +1302,14 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
                                           CU_MEMHOSTALLOC_DEVICEMAP)) ||
         KEVO_CU(d, err, d->cuMemHostGetDevicePointer(&c->dev_words, c->host_words, 0)) ||
         KEVO_CU(d, err, d->cuEventCreate(&c->ev0, CU_EVENT_DEFAULT)) ||
-        KEVO_CU(d, err, d->cuEventCreate(&c->ev1, CU_EVENT_DEFAULT)))
+        KEVO_CU(d, err, d->cuEventCreate(&c->ev1, CU_EVENT_DEFAULT)) ||
+        KEVO_CU(d, err, d->cuMemAlloc(&c->vdev, VDEV_BYTES)) ||
+        KEVO_CU(d, err, d->cuMemHostAlloc(&c->vhost, VDEV_BYTES, 0)))
         return KEVO_ERR_CUDA;
     memset(c->host_words, 0, HOST_WORDS_BYTES);
     st = kevo_rtc_compile(&req, c->info.arch, &cubin, &size, err, NULL);
     if (!st)
-        st = module_load(c, cubin, 2, entries, &c->harness, err);
+        st = module_load(c, cubin, n_ent, entries, &c->harness, err);
     kevo_free(cubin);
     if (st)
         msgf(err, "\ncuda: the timing harness (kernels/harness.cu) did not build for %s",
@@ -1061,6 +1329,11 @@ static const struct kevo_backend_ops cuda_ops = {
     .upload = cuda_upload,
     .download = cuda_download,
     .fill32 = cuda_fill32,
+    .copy = cuda_copy,
+    .gen = cuda_gen,
+    .gen_check = cuda_gen_check,
+    .seal = cuda_seal,
+    .judge = cuda_judge,
     .launch = cuda_launch,
     .sync = cuda_sync,
     .time = cuda_time,

@@ -31,4 +31,22 @@ kevo_backend_cuda_marshal_arg(const struct kevo_val *v, int param_size, const ch
 uint16_t kevo_backend_cuda_half_bits(double x);
 uint16_t kevo_backend_cuda_bf16_bits(double x);
 
+/* One block's share of the device judge: struct kv_part of kernels/harness.cu, member for
+ * member (8-byte members only, so both compilers lay it out the same). */
+struct kevo_judge_part {
+    int64_t n_bad, first_bad, worst;
+    double max_abs, max_rel, sum_d2, sum_w2;
+    int64_t unw_a, unw_a_first, unw_b, unw_b_first, diff_first, a_varies;
+    double ref_lo, ref_hi, ref_amax;
+};
+
+/*
+ * The host half of the judge: merge parts[0..n_parts) in block order (so the sums always
+ * add up in the same order) into parts[0], and close them into *res as
+ * kevo_verify_compare would. got/want and the hashes are left 0 (they need the data).
+ * Pure; thread-safe.
+ */
+void kevo_backend_cuda_judge_merge(const struct kevo_judge_req *rq, struct kevo_judge_part *parts,
+                                   int64_t n_parts, struct kevo_judge_res *res);
+
 #endif

@@ -30,7 +30,7 @@
     X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuFuncGetParamInfo)                   \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                       \
     X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync)      \
-    X(cuMemsetD32Async) X(cuMemsetD8Async)                                               \
+    X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD8Async)                          \
     X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)                      \
     X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                \
     X(cuEventElapsedTime)

@@ -7,12 +7,17 @@
  *   1. parse task and candidate; compile both (per-process module cache, eval_cache.h);
  *   2. resources of the candidate's kernels (registers, smem, spills, occupancy);
  *   3. correctness, workload by workload, stopping at the first failure: per trial fresh
- *      inputs from a secret seed, the reference on its own buffers, then the candidate
- *      twice (poison A, poison B) on guarded buffers, checked in the order
- *      fault, launch, out_of_bounds, input_mutated, unwritten, nondeterministic,
- *      mismatch, degenerate;
+ *      inputs from a secret seed, generated on the device into both sides' buffers, the
+ *      reference on its own buffers (its outputs then sealed: noise to a candidate that
+ *      scans memory), then the candidate twice (poison A, poison B) on guarded buffers,
+ *      run A's outputs kept by a device copy; each output judged on the device (backend
+ *      `judge`), checked in the order fault, launch, out_of_bounds, input_mutated,
+ *      unwritten, nondeterministic, mismatch, degenerate;
  *   4. timing, workload by workload, on K rotating input sets, with a re-check of the
- *      outputs, guards and inputs the timed runs left behind; then the SOL check.
+ *      outputs, guards and inputs the timed runs left behind (the reference re-run on each
+ *      set); then the SOL check.
+ * Nothing the size of a tensor crosses the bus: only verdict summaries, guard regions and
+ * the few elements quoted as evidence (the optional dump, eval_dump.c, aside).
  * A candidate's failure is recorded as the workload's verdict and stops that evaluation;
  * a lost device context (crash, timeout) fills the result and returns KEVO_ERR_DEVICE.
  *
@@ -20,7 +25,8 @@
  * starts 256-byte aligned, the guards hold a canary derived from the secret seed.
  *
  * This file: the request, the module cache, compiling, resources, the phases and the
- * result. One workload's buffers and checks are in eval_wl.c, timing in eval_time.c.
+ * result. One workload's buffers and checks are in eval_wl.c, timing in eval_time.c, the
+ * dump in eval_dump.c.
  */
 #include "eval.h"
 #include "eval_cache.h"
@@ -189,6 +195,10 @@ enum kevo_status kevo_eval_req_from_json(json_t *j, struct kevo_eval_req *out, c
     out->cand_path = json_string_value(json_object_get(j, "cand_path"));
     if (!out->cand_path)
         out->cand_path = "candidate";
+    ct = json_object_get(j, "dump_dir");
+    if (ct && !json_is_null(ct) && (!json_is_string(ct) || !json_string_length(ct)))
+        return req_err(out_msg, "dump_dir must be a non-empty string");
+    out->dump_dir = json_string_value(ct);
     st = req_seed(j, &out->seed, out_msg);
     if (!st)
         st = req_params_get(j, out, out_msg);

@@ -31,7 +31,9 @@ struct kevo_sol_figures {
  * JSON form (keys): task_path, task_text, cand_path, cand_text (absent: the reference is
  * the candidate), params ([int...] or absent), seed (uint64 as a string of decimal digits,
  * secret), trials, holdout (0: visible workloads, 1: holdout only), timing (0/1),
- * time_cap_s, time_reference (0/1), sol {bw, peaks{unit:value}, launch_floor_s}.
+ * time_cap_s, time_reference (0/1), sol {bw, peaks{unit:value}, launch_floor_s},
+ * dump_dir (a directory: evaluating the reference itself, trial 0 of each workload is
+ * written there, see eval_dump.c).
  */
 struct kevo_eval_req {
     const char *task_path, *task_text;
@@ -45,6 +47,7 @@ struct kevo_eval_req {
     double time_cap_s;                      /* per workload and per kernel; 0 = default 2 s */
     int time_reference;                     /* also time the reference, interleaved */
     struct kevo_sol_figures sol;
+    const char *dump_dir;                   /* NULL: no dump */
 };
 
 KEVO_NODISCARD enum kevo_status kevo_eval_req_from_json(json_t *j, struct kevo_eval_req *out,

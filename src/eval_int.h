@@ -1,8 +1,8 @@
 /*
- * eval_int - what the three files of the evaluation share: eval.c (request, module cache,
+ * eval_int - what the files of the evaluation share: eval.c (request, module cache,
  * compile, resources, orchestration, result), eval_wl.c (one workload: guarded buffers,
- * plans, runs and the correctness checks) and eval_time.c (the timing phase). Private to
- * them; the contract is eval.h.
+ * plans, runs and the correctness checks), eval_time.c (the timing phase) and eval_dump.c
+ * (the dump). Private to them; the contract is eval.h.
  *
  * Ownership: struct kevo_ev lives for one kevo_eval_run; struct kevo_wl for one workload
  * phase (set up, used, freed with kevo_eval_wl_free). A candidate's failure is recorded
@@ -27,9 +27,10 @@
 #define ERR_CAP       (64u << 10)         /* backend and error messages */
 #define MAX_TRIALS    100                 /* correctness trials per workload, at most */
 #define MAX_SETS      4                   /* rotating input sets for timing, at most */
-#define SMALL_OUTPUT  4                   /* outputs this small are judged across trials */
+#define SMALL_OUTPUT  KEVO_VERIFY_SMALL   /* outputs this small are judged across trials */
 #define CACHE_SLOTS   8                   /* compiled modules kept per process */
 #define TIMING_SALT   0x7431D3A5E11C0DE5ull  /* timing-set seeds differ from trial seeds */
+#define SEAL_SALT     0x5EA1ED0B5C0DE5A1ull  /* seal keys differ from input seeds */
 #define DEFAULT_CAP_S 2.0                 /* timing cap per kernel and workload, seconds */
 #define SOL_MARGIN    0.03                /* minimum noise margin of the implausible test */
 
@@ -59,7 +60,7 @@ struct kevo_plan {                    /* a compiled program: the reference's or 
 };
 
 struct kevo_ev {
-    double t_compile, t_verify, t_time;   /* seconds spent in each phase ("phases_s") */                      /* one kevo_eval_run */
+    double t_compile, t_verify, t_time;   /* seconds spent in each phase ("phases_s") */
     struct kevo_backend *b;
     const struct kevo_eval_req *req;
     struct kevo_task *task;           /* parsed from req->task_text */
@@ -89,10 +90,11 @@ struct kevo_wl {                      /* one workload under evaluation */
     int n_task;                       /* the task's */
     struct kevo_tinfo *t;             /* [n_t] */
     struct kevo_side ref, cand;       /* the reference's buffers; the candidate's (set 0) */
-    void **host_in;                   /* [n_t] host copies of the inputs */
-    void **expect, **out_a, **out_b;  /* [n_t] outputs: reference, run A, run B */
-    void *tmp;                        /* download scratch for guard and input checks */
-    size_t tmp_bytes;
+    struct kevo_gen *gen;             /* [n_t] each input's INIT under this workload */
+    uint64_t *ref_key;                /* [n_t] the key each reference output is sealed with */
+    uint64_t *hold;                   /* [n_t] device copies of run A's outputs (verify only) */
+    struct kevo_judge_res *jr, *jb;   /* [n_t] this trial: A vs ref (with B); B vs ref */
+    unsigned char tmp[2 * GUARD_BYTES + 256];   /* download scratch for the guard checks */
     uint64_t *ref_hash, *cand_hash;   /* [n_t] outputs of <= SMALL_OUTPUT elements: */
     unsigned char *ref_changed;       /*   did they change from one trial to the next */
     unsigned char *cand_changed;
@@ -145,7 +147,7 @@ int kevo_eval_entry_of(const struct kevo_plan *p, const char *name);
 KEVO_NODISCARD enum kevo_status kevo_eval_side_alloc(struct kevo_ev *e, struct kevo_wl *x,
                                                      struct kevo_side *s, int is_ref);
 void kevo_eval_side_free(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s);
-/* Environments, tensor sizes, host arrays, and both sides of workload w. */
+/* Environments, tensor sizes, INIT specs, and both sides of workload w. */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w);
 /* Free everything of x (also after a failed setup) and zero it. */
 void kevo_eval_wl_free(struct kevo_ev *e, struct kevo_wl *x);
@@ -154,44 +156,48 @@ json_t *kevo_eval_wl_sizes(const struct kevo_ev *e, const struct kevo_wl *x);
 
 /* ---- eval_wl.c: runs and checks ---- */
 
-/* Generate every input for seed into x->host_in. */
-KEVO_NODISCARD enum kevo_status kevo_eval_gen_inputs(struct kevo_ev *e, struct kevo_wl *x,
-                                                     uint64_t seed);
-/* Generate the inputs for seed and upload them to sides a and b. */
+/* Generate the inputs for seed in place on side a and (unless NULL) side b. */
 KEVO_NODISCARD enum kevo_status kevo_eval_put_inputs(struct kevo_ev *e, struct kevo_wl *x,
                                                      uint64_t seed, struct kevo_side *a,
                                                      struct kevo_side *b);
 /* Fill every output and scratch buffer of s with poison `which` (0 = A, 1 = B). */
 KEVO_NODISCARD enum kevo_status kevo_eval_poison(struct kevo_ev *e, struct kevo_wl *x,
                                                  struct kevo_side *s, int which);
-/* Download the outputs of s into dst[k]. */
-KEVO_NODISCARD enum kevo_status kevo_eval_get_outputs(struct kevo_ev *e, struct kevo_wl *x,
-                                                      struct kevo_side *s, void **dst);
-/* Run the reference on s (poisoned first) and download its outputs into dst. */
+/* Run the reference on s (poisoned first), then seal its outputs: output k under a key
+ * derived from `key` (kept in x->ref_key[k]), so they wait in device memory as noise. */
 KEVO_NODISCARD enum kevo_status kevo_eval_run_ref(struct kevo_ev *e, struct kevo_wl *x,
-                                                  struct kevo_side *s, void **dst);
+                                                  struct kevo_side *s, uint64_t key);
 /* Every guard of s intact, else out_of_bounds (run names the run in the evidence). */
 KEVO_NODISCARD enum kevo_status kevo_eval_check_guards(struct kevo_ev *e, struct kevo_wl *x,
                                                        struct kevo_side *s, const char *run);
-/* The inputs of s still equal x->host_in, else input_mutated. */
+/* The inputs of s still hold what seed generated, else input_mutated. */
 KEVO_NODISCARD enum kevo_status kevo_eval_check_inputs(struct kevo_ev *e, struct kevo_wl *x,
-                                                       struct kevo_side *s, const char *run);
-/* Compare output k (got vs want) under the task's tolerance; on a failure record mismatch
- * (with `note` as evidence.message when given) and return 1. */
-int kevo_eval_judge_compare(const struct kevo_ev *e, struct kevo_wl *x, int k, const void *got,
-                            const void *want, const char *note);
+                                                       struct kevo_side *s, uint64_t seed,
+                                                       const char *run);
+/* Judge output k: a (and b, unless 0) against the reference's sealed output on side ref,
+ * under the task's tolerance (backend `judge`). */
+KEVO_NODISCARD enum kevo_status kevo_eval_judge(struct kevo_ev *e, struct kevo_wl *x, int k,
+                                                uint64_t a, uint64_t b,
+                                                const struct kevo_side *ref,
+                                                struct kevo_judge_res *res);
+/* A failed comparison c of output k is a mismatch (with `note` as evidence.message when
+ * given); returns 1 then, 0 when c passed. */
+int kevo_eval_judge_fail(const struct kevo_ev *e, struct kevo_wl *x, int k,
+                         const struct kevo_cmp *c, const char *note);
 /* The correctness protocol on workload x: trials until the first failure. */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_verify(struct kevo_ev *e, struct kevo_wl *x);
+
+/* ---- eval_dump.c ---- */
+
+/* Write the inputs and the reference's (unsealed) outputs of side s, and a manifest, to
+ * DIR/w<index>/ (DIR = the request's dump_dir). KEVO_ERR_IO with e->msg naming the path. */
+KEVO_NODISCARD enum kevo_status kevo_eval_dump(struct kevo_ev *e, struct kevo_wl *x,
+                                               struct kevo_side *s);
 
 /* ---- eval_time.c ---- */
 
 /* Time workload x (K rotating input sets, interleaved with the reference when asked),
  * re-check what the timed runs left, and add time, speed and SOL fields to x->j. */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_time(struct kevo_ev *e, struct kevo_wl *x);
-
-/* Host arrays that cross the bus: the backend's fast (pinned) memory when it has some,
- * else kevo_malloc. kevo_eval_host_free(e, NULL) is a no-op. */
-void *kevo_eval_host_alloc(struct kevo_ev *e, size_t bytes);
-void kevo_eval_host_free(struct kevo_ev *e, void *p);
 
 #endif

@@ -3,6 +3,10 @@
  * sets with fresh inputs and fresh buffers, warm-up, batch sizing for short kernels,
  * interleaved candidate/reference samples through timing.c's stop rule, then a re-check
  * of what the timed runs left behind (outputs, guards, inputs) and the SOL figures.
+ *
+ * Nothing is kept on the host: each set's inputs are generated on the device, and the
+ * re-check runs the reference on set k again (on its own set, or on x->ref with set k's
+ * inputs regenerated) and judges the candidate's set-k outputs against it there.
  */
 #include "eval_int.h"
 #include "mem.h"
@@ -17,7 +21,6 @@ struct tctx {
     struct kevo_wl *x;
     int K;                     /* input sets */
     struct kevo_side *cs, *rs; /* [K] candidate sets (cs[0] is x->cand); reference sets */
-    void **expect;             /* [K * n_t] the reference's outputs per set */
     unsigned char *launched;   /* [K] the candidate ran on the set */
     int batch[KEVO_TIMING_MAX_ARMS];
     int failed_arm;
@@ -28,6 +31,13 @@ struct tctx {
 static uint64_t set_seed(const struct kevo_ev *e, const struct kevo_wl *x, int k)
 {
     return kevo_verify_derive(e->req->seed ^ TIMING_SALT, (uint64_t)x->w, (uint64_t)k);
+}
+
+/* The key the reference's outputs for set k are sealed with. */
+static uint64_t set_key(const struct kevo_ev *e, const struct kevo_wl *x, int k)
+{
+    return kevo_verify_derive(e->req->seed ^ TIMING_SALT ^ SEAL_SALT, (uint64_t)x->w,
+                              (uint64_t)k);
 }
 
 /*
@@ -130,8 +140,8 @@ static enum kevo_status t_sample(void *user, int arm, int i, double *sec, double
 }
 
 /* Allocate sets 1..K-1 (set 0 is the correctness sides, the candidate's and the
- * reference's, reused), fill each with fresh inputs and record the reference's outputs for
- * it. Out of memory past 2 sets just means fewer. */
+ * reference's, reused) and fill each with fresh inputs, generated on the device. Out of
+ * memory past 2 sets just means fewer. */
 static enum kevo_status sets_init(struct tctx *c)
 {
     struct kevo_ev *e = c->e;
@@ -154,17 +164,9 @@ static enum kevo_status sets_init(struct tctx *c)
             c->K = k;
             return KEVO_OK;
         }
-        for (int t = 0; t < x->n_task && !st; t++) {
-            if (!is_out(&x->t[t]))
-                continue;
-            c->expect[k * x->n_t + t] = kevo_eval_host_alloc(e, x->t[t].bytes);
-            st = c->expect[k * x->n_t + t] ? KEVO_OK : KEVO_ERR_NOMEM;
-        }
-        struct kevo_side *rside = c->rs ? &c->rs[k] : &x->ref;
         if (!st && !x->verdict)
-            st = kevo_eval_put_inputs(e, x, set_seed(e, x, k), &c->cs[k], rside);
-        if (!st && !x->verdict)
-            st = kevo_eval_run_ref(e, x, rside, &c->expect[k * x->n_t]);
+            st = kevo_eval_put_inputs(e, x, set_seed(e, x, k), &c->cs[k],
+                                      c->rs ? &c->rs[k] : NULL);
     }
     return st;
 }
@@ -207,28 +209,44 @@ static enum kevo_status warm_up(struct tctx *c, int n_arms, double cap_s)
     return KEVO_OK;
 }
 
+/* The reference's answer for set k, sealed: on its own set when there are reference
+ * sets, else on x->ref with set k's inputs generated again. */
+static enum kevo_status ref_for_set(struct tctx *c, int k, struct kevo_side **out)
+{
+    struct kevo_ev *e = c->e;
+    struct kevo_wl *x = c->x;
+    enum kevo_status st = KEVO_OK;
+
+    *out = c->rs ? &c->rs[k] : &x->ref;
+    if (!c->rs)
+        st = kevo_eval_put_inputs(e, x, set_seed(e, x, k), &x->ref, NULL);
+    if (!st && !x->verdict)
+        st = kevo_eval_run_ref(e, x, *out, set_key(e, x, k));
+    return st;
+}
+
 /* What the timed runs left behind must be as right as what was verified. */
 static enum kevo_status recheck(struct tctx *c)
 {
     struct kevo_ev *e = c->e;
     struct kevo_wl *x = c->x;
     enum kevo_status st = KEVO_OK;
+    struct kevo_side *rside = NULL;
 
     for (int k = 0; k < c->K && !st && !x->verdict; k++) {
         if (!c->launched[k])
             continue;
         st = kevo_eval_check_guards(e, x, &c->cs[k], "timed run");
         if (!st && !x->verdict)
-            st = kevo_eval_gen_inputs(e, x, set_seed(e, x, k));
+            st = kevo_eval_check_inputs(e, x, &c->cs[k], set_seed(e, x, k), "timed run");
         if (!st && !x->verdict)
-            st = kevo_eval_check_inputs(e, x, &c->cs[k], "timed run");
-        if (!st && !x->verdict)
-            st = kevo_eval_get_outputs(e, x, &c->cs[k], x->out_a);
+            st = ref_for_set(c, k, &rside);
         for (int t = 0; t < x->n_task && !st && !x->verdict; t++) {
             if (!is_out(&x->t[t]))
                 continue;
-            if (kevo_eval_judge_compare(e, x, t, x->out_a[t], c->expect[k * x->n_t + t],
-                                        "timed run output differs"))
+            st = kevo_eval_judge(e, x, t, c->cs[k].buf[t].data, 0, rside, &x->jr[t]);
+            if (!st && !x->verdict &&
+                kevo_eval_judge_fail(e, x, t, &x->jr[t].cmp, "timed run output differs"))
                 json_object_set_new(x->evidence, "set", json_integer(k));
         }
     }
@@ -329,9 +347,8 @@ enum kevo_status kevo_eval_wl_time(struct kevo_ev *e, struct kevo_wl *x)
     c.K = K;
     c.cs = kevo_calloc((size_t)K, sizeof *c.cs);
     c.rs = with_ref ? kevo_calloc((size_t)K, sizeof *c.rs) : NULL;
-    c.expect = kevo_calloc((size_t)K * (size_t)x->n_t + 1, sizeof *c.expect);
     c.launched = kevo_calloc((size_t)K, 1);
-    if (!c.cs || (with_ref && !c.rs) || !c.expect || !c.launched)
+    if (!c.cs || (with_ref && !c.rs) || !c.launched)
         goto out;
     st = sets_init(&c);
     if (!st && !x->verdict)
@@ -341,11 +358,8 @@ out:
         kevo_eval_side_free(e, x, &c.cs[k]);
     for (int k = 1; c.rs && k < K; k++)       /* rs[0] is x->ref, freed with x */
         kevo_eval_side_free(e, x, &c.rs[k]);
-    for (size_t i = 0; c.expect && i < (size_t)K * (size_t)x->n_t; i++)
-        kevo_eval_host_free(e, c.expect[i]);
     kevo_free(c.cs);
     kevo_free(c.rs);
-    kevo_free(c.expect);
     kevo_free(c.launched);
     return st;
 }

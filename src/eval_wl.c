@@ -2,7 +2,10 @@
  * eval_wl - one workload of an evaluation (eval_int.h): its tensors and guarded buffers,
  * the resolved launch plans of both sides, the reference and candidate runs, and the
  * correctness checks of HARNESS.md in their fixed order. The rules themselves (poison
- * patterns, tolerance, degenerate) are in verify.c.
+ * patterns, tolerance, degenerate) are in verify.c; the backend applies them where the
+ * data lives (gen, gen_check, seal, judge), and this file turns the summaries into
+ * verdicts. Device memory per workload: both sides, plus a copy of the candidate's
+ * outputs (run A's, kept while run B reuses the buffers).
  */
 #include "eval_int.h"
 #include "dtype_conv.h"
@@ -482,82 +485,53 @@ static enum kevo_status wl_tensors(struct kevo_ev *e, struct kevo_wl *x)
     return KEVO_OK;
 }
 
-void *kevo_eval_host_alloc(struct kevo_ev *e, size_t bytes)
-{
-    const struct kevo_backend_ops *o = e->b->ops;
-    void *p = NULL;
-    if (o->host_alloc && o->host_free && o->host_alloc(e->b->ctx, bytes, &p) == KEVO_OK)
-        return p;
-    return kevo_malloc(bytes);
-}
-
-void kevo_eval_host_free(struct kevo_ev *e, void *p)
-{
-    const struct kevo_backend_ops *o = e->b->ops;
-    if (!p)
-        return;
-    if (!(o->host_free && o->host_free(e->b->ctx, p)))
-        kevo_free(p);
-}
-
-/* Host arrays: inputs, and three copies of every output (expected, run A, run B). */
-static enum kevo_status wl_host(struct kevo_ev *e, struct kevo_wl *x)
+/* Per-tensor arrays of the workload, and each input's INIT (a bad INIT is the task's
+ * fault, found here once rather than at every trial). */
+static enum kevo_status wl_arrays(struct kevo_ev *e, struct kevo_wl *x)
 {
     size_t n = (size_t)x->n_t + 1;
-    x->host_in = kevo_calloc(n, sizeof(void *));
-    x->expect = kevo_calloc(n, sizeof(void *));
-    x->out_a = kevo_calloc(n, sizeof(void *));
-    x->out_b = kevo_calloc(n, sizeof(void *));
+    char *m = NULL;
+
+    x->gen = kevo_calloc(n, sizeof *x->gen);
+    x->ref_key = kevo_calloc(n, sizeof *x->ref_key);
+    x->hold = kevo_calloc(n, sizeof *x->hold);
+    x->jr = kevo_calloc(n, sizeof *x->jr);
+    x->jb = kevo_calloc(n, sizeof *x->jb);
     x->ref_hash = kevo_calloc(n, sizeof(uint64_t));
     x->cand_hash = kevo_calloc(n, sizeof(uint64_t));
     x->ref_changed = kevo_calloc(n, 1);
     x->cand_changed = kevo_calloc(n, 1);
-    if (!x->host_in || !x->expect || !x->out_a || !x->out_b || !x->ref_hash || !x->cand_hash ||
-        !x->ref_changed || !x->cand_changed)
+    if (!x->gen || !x->ref_key || !x->hold || !x->jr || !x->jb || !x->ref_hash ||
+        !x->cand_hash || !x->ref_changed || !x->cand_changed)
         return KEVO_ERR_NOMEM;
-    x->tmp_bytes = 2 * GUARD_BYTES + 256;
     for (int k = 0; k < x->n_task; k++) {
-        size_t b = x->t[k].bytes;
-        if (is_in(&x->t[k])) {
-            x->host_in[k] = kevo_eval_host_alloc(e, b);
-            if (!x->host_in[k])
-                return KEVO_ERR_NOMEM;
-            x->tmp_bytes = b > x->tmp_bytes ? b : x->tmp_bytes;
-        } else if (is_out(&x->t[k])) {
-            x->expect[k] = kevo_eval_host_alloc(e, b);
-            x->out_a[k] = kevo_eval_host_alloc(e, b);
-            x->out_b[k] = kevo_eval_host_alloc(e, b);
-            if (!x->expect[k] || !x->out_a[k] || !x->out_b[k])
-                return KEVO_ERR_NOMEM;
+        if (!is_in(&x->t[k]))
+            continue;
+        enum kevo_status st = kevo_verify_gen_spec(x->t[k].decl, &x->env_ref, &x->gen[k], &m);
+        if (st) {
+            st = kevo_eval_error(e, st, "%s at %s", m ? m : kevo_status_name(st), x->desc);
+            kevo_free(m);
+            return st;
         }
     }
-    x->tmp = kevo_eval_host_alloc(e, x->tmp_bytes);
-    return x->tmp ? KEVO_OK : KEVO_ERR_NOMEM;
+    return KEVO_OK;
 }
 
 void kevo_eval_wl_free(struct kevo_ev *e, struct kevo_wl *x)
 {
     kevo_eval_side_free(e, x, &x->ref);
     kevo_eval_side_free(e, x, &x->cand);
-    for (int k = 0; k < x->n_t; k++) {
-        if (x->host_in)
-            kevo_eval_host_free(e, x->host_in[k]);
-        if (x->expect)
-            kevo_eval_host_free(e, x->expect[k]);
-        if (x->out_a)
-            kevo_eval_host_free(e, x->out_a[k]);
-        if (x->out_b)
-            kevo_eval_host_free(e, x->out_b[k]);
-    }
-    kevo_free(x->host_in);
-    kevo_free(x->expect);
-    kevo_free(x->out_a);
-    kevo_free(x->out_b);
+    for (int k = 0; x->hold && k < x->n_t; k++)
+        e->b->ops->free(e->b->ctx, x->hold[k]);
+    kevo_free(x->gen);
+    kevo_free(x->ref_key);
+    kevo_free(x->hold);
+    kevo_free(x->jr);
+    kevo_free(x->jb);
     kevo_free(x->ref_hash);
     kevo_free(x->cand_hash);
     kevo_free(x->ref_changed);
     kevo_free(x->cand_changed);
-    kevo_eval_host_free(e, x->tmp);
     kevo_free(x->t);
     json_decref(x->evidence);
     kevo_free(x->message);
@@ -579,7 +553,7 @@ enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w)
     wl_desc(e, x);
     st = wl_tensors(e, x);
     if (!st && !x->verdict)
-        st = wl_host(e, x);
+        st = wl_arrays(e, x);
     if (!st && !x->verdict)
         st = kevo_eval_side_alloc(e, x, &x->ref, 1);
     if (!st && !x->verdict)
@@ -589,50 +563,39 @@ enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w)
 
 /* ---- one run ---- */
 
-/* Generate every input for `seed` into the host copies. */
-enum kevo_status kevo_eval_gen_inputs(struct kevo_ev *e, struct kevo_wl *x, uint64_t seed)
+/* A failed verification op: a lost context is the candidate's crash (it is the only one
+ * that can have done it), anything else kevo's own error. */
+static enum kevo_status vop_fail(struct kevo_ev *e, struct kevo_wl *x, enum kevo_status st,
+                                 const char *what, const char *name)
 {
-    enum kevo_status st;
-    struct kevo_gen g;
-    char *m = NULL;
-
-    for (int k = 0; k < x->n_task; k++) {
-        if (!is_in(&x->t[k]))
-            continue;
-        st = kevo_verify_gen_spec(x->t[k].decl, &x->env_ref, &g, &m);
-        if (st) {
-            st = kevo_eval_error(e, st, "%s at %s", m ? m : kevo_status_name(st), x->desc);
-            kevo_free(m);
-            return st;
-        }
-        kevo_verify_generate(&g, seed, (uint64_t)k, x->host_in[k], x->t[k].numel);
-    }
-    return KEVO_OK;
+    if (st == KEVO_ERR_DEVICE || st == KEVO_ERR_TIMEOUT)
+        return kevo_eval_cand_fail(e, x, st, what);
+    return kevo_eval_error(e, st, "%s of %s failed at %s: %s (%s)", what, name, x->desc,
+                           kevo_status_name(st), kevo_buf_str(&e->err));
 }
 
-/* Upload the host inputs to side s. */
-static enum kevo_status upload_inputs(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s)
+/* Generate every input of side s for seed, on the device. */
+static enum kevo_status gen_side(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
+                                 uint64_t seed)
 {
     for (int k = 0; k < x->n_task; k++) {
-        if (!is_in(&x->t[k]) || !x->t[k].bytes)
+        if (!is_in(&x->t[k]) || !x->t[k].numel)
             continue;
-        enum kevo_status st =
-            e->b->ops->upload(e->b->ctx, s->buf[k].data, x->host_in[k], x->t[k].bytes);
+        kevo_buf_reset(&e->err);
+        enum kevo_status st = e->b->ops->gen(e->b->ctx, s->buf[k].data, &x->gen[k], seed,
+                                             (uint64_t)k, x->t[k].numel, &e->err);
         if (st)
-            return st == KEVO_ERR_DEVICE ? kevo_eval_cand_fail(e, x, st, "upload") : st;
+            return vop_fail(e, x, st, "input generation", x->t[k].decl->name);
     }
     return KEVO_OK;
 }
 
-/* Fresh inputs for `seed` on side a and side b. */
 enum kevo_status kevo_eval_put_inputs(struct kevo_ev *e, struct kevo_wl *x, uint64_t seed,
                                       struct kevo_side *a, struct kevo_side *b)
 {
-    enum kevo_status st = kevo_eval_gen_inputs(e, x, seed);
-    if (!st)
-        st = upload_inputs(e, x, a);
-    if (!st && !x->verdict)
-        st = upload_inputs(e, x, b);
+    enum kevo_status st = gen_side(e, x, a, seed);
+    if (!st && !x->verdict && b)
+        st = gen_side(e, x, b, seed);
     return st;
 }
 
@@ -645,19 +608,6 @@ enum kevo_status kevo_eval_poison(struct kevo_ev *e, struct kevo_wl *x, struct k
             continue;
         enum kevo_status st =
             gbuf_fill(e, &s->buf[k], kevo_verify_poison(x->t[k].decl->dtype, which));
-        if (st)
-            return st;
-    }
-    return KEVO_OK;
-}
-
-enum kevo_status kevo_eval_get_outputs(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
-                                       void **dst)
-{
-    for (int k = 0; k < x->n_task; k++) {
-        if (!is_out(&x->t[k]) || !x->t[k].bytes)
-            continue;
-        enum kevo_status st = e->b->ops->download(e->b->ctx, dst[k], s->buf[k].data, x->t[k].bytes);
         if (st)
             return st;
     }
@@ -680,19 +630,35 @@ static enum kevo_status launch_sync(struct kevo_ev *e, struct kevo_wl *x, const 
     return st ? fail(e, x, st, phase) : KEVO_OK;
 }
 
-/* The reference on side s: poison, run, download its outputs into dst. */
+/* Seal every output of side s, output k under a key derived from (key, k): never 0,
+ * which would mean "in the clear". */
+static enum kevo_status seal_outputs(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
+                                     uint64_t key)
+{
+    for (int k = 0; k < x->n_task; k++) {
+        const struct kevo_tinfo *t = &x->t[k];
+        if (!is_out(t))
+            continue;
+        x->ref_key[k] = kevo_verify_derive(key, (uint64_t)k, 0) | 1;
+        kevo_buf_reset(&e->err);
+        enum kevo_status st = e->b->ops->seal(e->b->ctx, s->buf[k].data, t->decl->dtype,
+                                              t->numel, x->ref_key[k], &e->err);
+        if (st)
+            return vop_fail(e, x, st, "sealing", t->decl->name);
+    }
+    return KEVO_OK;
+}
+
+/* The reference on side s: poison, run, and seal what it wrote. The candidate shares the
+ * device's memory and could otherwise scan it for the answer and copy it. */
 enum kevo_status kevo_eval_run_ref(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
-                                   void **dst)
+                                   uint64_t key)
 {
     enum kevo_status st = kevo_eval_poison(e, x, s, 0);
     if (!st)
         st = launch_sync(e, x, &e->ref, s, "run", kevo_eval_ref_fail);
     if (!st && !x->verdict)
-        st = kevo_eval_get_outputs(e, x, s, dst);
-    /* The answer now lives on the host only: the candidate shares the device's memory and
-     * could otherwise scan for the reference's output and copy it. */
-    if (!st && !x->verdict && !e->self)
-        st = kevo_eval_poison(e, x, s, 1);
+        st = seal_outputs(e, x, s, key);
     return st;
 }
 
@@ -719,18 +685,20 @@ enum kevo_status kevo_eval_check_guards(struct kevo_ev *e, struct kevo_wl *x, st
     return KEVO_OK;
 }
 
-/* Inputs of side s still equal the host copy? */
+/* Inputs of side s still what seed generated? Checked where they live. */
 enum kevo_status kevo_eval_check_inputs(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
-                                        const char *run)
+                                        uint64_t seed, const char *run)
 {
     for (int k = 0; k < x->n_task; k++) {
         const struct kevo_tinfo *t = &x->t[k];
-        if (!is_in(t) || !t->bytes)
+        int64_t i = -1;
+        if (!is_in(t) || !t->numel)
             continue;
-        enum kevo_status st = e->b->ops->download(e->b->ctx, x->tmp, s->buf[k].data, t->bytes);
+        kevo_buf_reset(&e->err);
+        enum kevo_status st = e->b->ops->gen_check(e->b->ctx, s->buf[k].data, &x->gen[k], seed,
+                                                   (uint64_t)k, t->numel, &i, &e->err);
         if (st)
-            return st;
-        int64_t i = kevo_verify_first_diff(t->decl->dtype, x->tmp, x->host_in[k], t->numel);
+            return vop_fail(e, x, st, "input check", t->decl->name);
         if (i >= 0) {
             kevo_eval_wl_fail(x, KEVO_VERDICT_INPUT_MUTATED,
                               json_pack("{s:s, s:I, s:s}", "tensor", t->decl->name, "index",
@@ -743,9 +711,9 @@ enum kevo_status kevo_eval_check_inputs(struct kevo_ev *e, struct kevo_wl *x, st
     return KEVO_OK;
 }
 
-/* One candidate run on side s with poison `which`; outputs into dst. */
+/* One candidate run on side s with poison `which`, on the inputs of seed. */
 static enum kevo_status run_cand(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
-                                 int which, void **dst, const char *run)
+                                 int which, uint64_t seed, const char *run)
 {
     enum kevo_status st = kevo_eval_poison(e, x, s, which);
     if (!st)
@@ -753,13 +721,64 @@ static enum kevo_status run_cand(struct kevo_ev *e, struct kevo_wl *x, struct ke
     if (!st && !x->verdict)
         st = kevo_eval_check_guards(e, x, s, run);
     if (!st && !x->verdict)
-        st = kevo_eval_check_inputs(e, x, s, run);
-    if (!st && !x->verdict)
-        st = kevo_eval_get_outputs(e, x, s, dst);
+        st = kevo_eval_check_inputs(e, x, s, seed, run);
     return st;
 }
 
+/* Keep run A's outputs (run B reuses the buffers) in x->hold, allocated at first use. */
+static enum kevo_status hold_outputs(struct kevo_ev *e, struct kevo_wl *x)
+{
+    for (int k = 0; k < x->n_task; k++) {
+        const struct kevo_tinfo *t = &x->t[k];
+        enum kevo_status st = KEVO_OK;
+        if (!is_out(t))
+            continue;
+        if (!x->hold[k])
+            st = e->b->ops->alloc(e->b->ctx, t->bytes, &x->hold[k]);
+        if (st)
+            return st == KEVO_ERR_DEVICE ? kevo_eval_cand_fail(e, x, st, "allocation")
+                                         : kevo_eval_error(e, st, "cannot allocate %zu bytes "
+                                                           "for run A's %s at %s", t->bytes,
+                                                           t->decl->name, x->desc);
+        if (t->bytes)
+            st = e->b->ops->copy(e->b->ctx, x->hold[k], x->cand.buf[k].data, t->bytes);
+        if (st)
+            return st == KEVO_ERR_DEVICE ? kevo_eval_cand_fail(e, x, st, "copy") : st;
+    }
+    return KEVO_OK;
+}
+
 /* ---- judging one trial ---- */
+
+enum kevo_status kevo_eval_judge(struct kevo_ev *e, struct kevo_wl *x, int k, uint64_t a,
+                                 uint64_t b, const struct kevo_side *ref,
+                                 struct kevo_judge_res *res)
+{
+    const struct kevo_tinfo *t = &x->t[k];
+    struct kevo_judge_req rq = {
+        .dt = t->decl->dtype, .n = t->numel, .a = a, .b = b, .ref = ref->buf[k].data,
+        .ref_key = x->ref_key[k], .pe_a = kevo_verify_poison_elem(t->decl->dtype, 0),
+        .pe_b = kevo_verify_poison_elem(t->decl->dtype, 1)};
+    enum kevo_status st;
+
+    kevo_task_tol(e->task, t->decl->name, t->decl->dtype, &rq.rtol, &rq.atol);
+    kevo_buf_reset(&e->err);
+    st = e->b->ops->judge(e->b->ctx, &rq, res, &e->err);
+    return st ? vop_fail(e, x, st, "judging", t->decl->name) : KEVO_OK;
+}
+
+/* Element i of output k at device address addr, as a value (evidence only). */
+static enum kevo_status elem_value(struct kevo_ev *e, const struct kevo_wl *x, int k,
+                                   uint64_t addr, int64_t i, double *v)
+{
+    enum kevo_dtype dt = x->t[k].decl->dtype;
+    size_t esz = kevo_dtype_size(dt);
+    uint64_t bits = 0;
+    enum kevo_status st = e->b->ops->download(e->b->ctx, &bits, addr + (uint64_t)i * esz, esz);
+
+    *v = st ? NAN : kevo_dt_load(dt, &bits, 0);
+    return st;
+}
 
 static json_t *where_json(const struct kevo_wl *x, int k, int64_t i)
 {
@@ -800,46 +819,55 @@ static json_t *cmp_evidence(const struct kevo_wl *x, int k, const struct kevo_cm
     return evd;
 }
 
-/* Compare output k of `got` with `want`; records a mismatch (with `note` in the message
- * and evidence when given). Returns 1 on a failure. */
-int kevo_eval_judge_compare(const struct kevo_ev *e, struct kevo_wl *x, int k, const void *got,
-                            const void *want, const char *note)
+int kevo_eval_judge_fail(const struct kevo_ev *e, struct kevo_wl *x, int k,
+                         const struct kevo_cmp *c, const char *note)
 {
     const struct kevo_tinfo *t = &x->t[k];
     double rtol, atol;
-    struct kevo_cmp c;
 
-    kevo_task_tol(e->task, t->decl->name, t->decl->dtype, &rtol, &atol);
-    kevo_verify_compare(t->decl->dtype, got, want, t->numel, rtol, atol, &c);
-    if (c.pass)
+    if (c->pass)
         return 0;
-    json_t *evd = cmp_evidence(x, k, &c, rtol, atol);
-    int64_t at = c.first_bad >= 0 ? c.first_bad : c.worst;
+    kevo_task_tol(e->task, t->decl->name, t->decl->dtype, &rtol, &atol);
+    json_t *evd = cmp_evidence(x, k, c, rtol, atol);
+    int64_t at = c->first_bad >= 0 ? c->first_bad : c->worst;
     if (note)
         json_object_set_new(evd, "message", json_string(note));
-    if (c.n_bad)
+    if (c->n_bad)
         kevo_eval_wl_fail(
             x, KEVO_VERDICT_MISMATCH, evd,
             "%s%s%s[%lld] = %.9g, expected %.9g (%lld of %lld elements outside rtol=%g "
             "atol=%g; max abs err %.3g, rel L2 %.3g) at %s",
-            note ? note : "", note ? ": " : "", t->decl->name, (long long)at, c.got, c.want,
-            (long long)c.n_bad, (long long)c.n, rtol, atol, c.max_abs, c.rel_l2, x->desc);
+            note ? note : "", note ? ": " : "", t->decl->name, (long long)at, c->got, c->want,
+            (long long)c->n_bad, (long long)c->n, rtol, atol, c->max_abs, c->rel_l2, x->desc);
     else
         kevo_eval_wl_fail(
             x, KEVO_VERDICT_MISMATCH, evd,
             "%s%s%s: relative L2 error %.3g exceeds rtol=%g (worst element [%lld] = %.9g, "
             "expected %.9g) at %s",
-            note ? note : "", note ? ": " : "", t->decl->name, c.rel_l2, rtol, (long long)at, c.got,
-            c.want, x->desc);
+            note ? note : "", note ? ": " : "", t->decl->name, c->rel_l2, rtol, (long long)at,
+            c->got, c->want, x->desc);
     return 1;
+}
+
+/* Judge every output of this trial on the device: run A (kept in x->hold) and run B
+ * against the reference into x->jr; with atomics also run B alone into x->jb. */
+static enum kevo_status judge_outputs(struct kevo_ev *e, struct kevo_wl *x)
+{
+    enum kevo_status st = KEVO_OK;
+    for (int k = 0; k < x->n_task && !st && !x->verdict; k++) {
+        if (!is_out(&x->t[k]))
+            continue;
+        st = kevo_eval_judge(e, x, k, x->hold[k], x->cand.buf[k].data, &x->ref, &x->jr[k]);
+        if (!st && !x->verdict && e->task->atomics)
+            st = kevo_eval_judge(e, x, k, x->cand.buf[k].data, 0, &x->ref, &x->jb[k]);
+    }
+    return st;
 }
 
 /* Track whether small output k changed since the last trial (reference and candidate). */
 static void judge_small(struct kevo_wl *x, int k, int trial)
 {
-    const struct kevo_tinfo *t = &x->t[k];
-    uint64_t hr = kevo_verify_hash(x->expect[k], t->bytes);
-    uint64_t hc = kevo_verify_hash(x->out_a[k], t->bytes);
+    uint64_t hr = x->jr[k].hash_ref, hc = x->jr[k].hash_a;
     if (trial > 0) {
         x->ref_changed[k] |= hr != x->ref_hash[k];
         x->cand_changed[k] |= hc != x->cand_hash[k];
@@ -848,61 +876,81 @@ static void judge_small(struct kevo_wl *x, int k, int trial)
     x->cand_hash[k] = hc;
 }
 
-/* The checks after runs A and B, in the protocol's order, each over every output. */
-static void judge_trial(const struct kevo_ev *e, struct kevo_wl *x, int trial)
+/* Runs A and B differ at element i of output k: nondeterministic, with both values. */
+static enum kevo_status fail_nondet(struct kevo_ev *e, struct kevo_wl *x, int k, int64_t i)
 {
+    const struct kevo_tinfo *t = &x->t[k];
+    double a, b;
+    enum kevo_status st = elem_value(e, x, k, x->hold[k], i, &a);
+
+    if (!st)
+        st = elem_value(e, x, k, x->cand.buf[k].data, i, &b);
+    if (st)
+        return st;
+    json_t *evd = where_json(x, k, i);
+    json_object_set_new(evd, "a", kevo_eval_jnum(a));
+    json_object_set_new(evd, "b", kevo_eval_jnum(b));
+    kevo_eval_wl_fail(x, KEVO_VERDICT_NONDETERMINISTIC, evd,
+                      "two runs on the same inputs differ: %s[%lld] = %.9g then %.9g at %s",
+                      t->decl->name, (long long)i, a, b, x->desc);
+    return KEVO_OK;
+}
+
+/* Output k of run A is constant where the reference's varies. */
+static enum kevo_status fail_degenerate(struct kevo_ev *e, struct kevo_wl *x, int k)
+{
+    const struct kevo_tinfo *t = &x->t[k];
+    double v;
+    enum kevo_status st = elem_value(e, x, k, x->hold[k], 0, &v);
+
+    if (st)
+        return st;
+    json_t *evd = json_pack("{s:s, s:o, s:s}", "output", t->decl->name, "value",
+                            kevo_eval_jnum(v), "reason",
+                            "constant output where the reference varies");
+    kevo_eval_wl_fail(x, KEVO_VERDICT_DEGENERATE, evd,
+                      "%s is constant (%.9g) where the reference's varies, at %s",
+                      t->decl->name, v, x->desc);
+    return KEVO_OK;
+}
+
+/* The checks after runs A and B, in the protocol's order, each over every output. */
+static enum kevo_status judge_trial(struct kevo_ev *e, struct kevo_wl *x, int trial)
+{
+    enum kevo_status st = KEVO_OK;
+
     for (int k = 0; k < x->n_task && !x->verdict; k++) {
-        const struct kevo_tinfo *t = &x->t[k];
-        int64_t first, c;
-        if (!is_out(t))
+        const struct kevo_judge_res *r = &x->jr[k];
+        if (!is_out(&x->t[k]))
             continue;
-        c = kevo_verify_unwritten(t->decl->dtype, x->out_a[k], x->expect[k], t->numel, 0, &first);
-        if (c)
-            fail_unwritten(x, k, c, first, "run A");
-        c = kevo_verify_unwritten(t->decl->dtype, x->out_b[k], x->expect[k], t->numel, 1, &first);
-        if (c)
-            fail_unwritten(x, k, c, first, "run B");
+        if (r->unw_a)
+            fail_unwritten(x, k, r->unw_a, r->unw_a_first, "run A");
+        if (r->unw_b)
+            fail_unwritten(x, k, r->unw_b, r->unw_b_first, "run B");
     }
-    for (int k = 0; k < x->n_task && !x->verdict; k++) {
-        const struct kevo_tinfo *t = &x->t[k];
-        if (!is_out(t))
+    for (int k = 0; k < x->n_task && !st && !x->verdict; k++) {
+        if (!is_out(&x->t[k]))
             continue;
         /* A task with float atomics may reassociate: run B must still match the reference. */
-        if (e->task->atomics) {
-            (void)kevo_eval_judge_compare(e, x, k, x->out_b[k], x->expect[k], "run B");
-            continue;
-        }
-        int64_t i = kevo_verify_first_diff(t->decl->dtype, x->out_a[k], x->out_b[k], t->numel);
-        if (i < 0)
-            continue;
-        json_t *evd = where_json(x, k, i);
-        double a = kevo_dt_load(t->decl->dtype, x->out_a[k], i);
-        double b = kevo_dt_load(t->decl->dtype, x->out_b[k], i);
-        json_object_set_new(evd, "a", kevo_eval_jnum(a));
-        json_object_set_new(evd, "b", kevo_eval_jnum(b));
-        kevo_eval_wl_fail(x, KEVO_VERDICT_NONDETERMINISTIC, evd,
-                          "two runs on the same inputs differ: %s[%lld] = %.9g then %.9g at %s",
-                          t->decl->name, (long long)i, a, b, x->desc);
+        if (e->task->atomics)
+            (void)kevo_eval_judge_fail(e, x, k, &x->jb[k].cmp, "run B");
+        else if (x->jr[k].diff_first >= 0)
+            st = fail_nondet(e, x, k, x->jr[k].diff_first);
     }
-    for (int k = 0; k < x->n_task && !x->verdict; k++) {
+    for (int k = 0; k < x->n_task && !st && !x->verdict; k++) {
         if (is_out(&x->t[k]))
-            (void)kevo_eval_judge_compare(e, x, k, x->out_a[k], x->expect[k], NULL);
+            (void)kevo_eval_judge_fail(e, x, k, &x->jr[k].cmp, NULL);
     }
-    for (int k = 0; k < x->n_task && !x->verdict; k++) {
+    for (int k = 0; k < x->n_task && !st && !x->verdict; k++) {
         const struct kevo_tinfo *t = &x->t[k];
         if (!is_out(t))
             continue;
-        if (t->numel <= SMALL_OUTPUT) {
+        if (t->numel <= SMALL_OUTPUT)
             judge_small(x, k, trial);
-        } else if (kevo_verify_degenerate(t->decl->dtype, x->out_a[k], x->expect[k], t->numel)) {
-            json_t *evd = json_pack("{s:s, s:o, s:s}", "output", t->decl->name, "value",
-                                    kevo_eval_jnum(kevo_dt_load(t->decl->dtype, x->out_a[k], 0)),
-                                    "reason", "constant output where the reference varies");
-            kevo_eval_wl_fail(x, KEVO_VERDICT_DEGENERATE, evd,
-                              "%s is constant (%.9g) where the reference's varies, at %s",
-                              t->decl->name, kevo_dt_load(t->decl->dtype, x->out_a[k], 0), x->desc);
-        }
+        else if (x->jr[k].a_constant && x->jr[k].ref_spread)
+            st = fail_degenerate(e, x, k);
     }
+    return st;
 }
 
 /* Small outputs (a loss, a norm) must move with the inputs as the reference's do. */
@@ -924,21 +972,28 @@ static void judge_across_trials(struct kevo_wl *x)
 }
 
 /* One trial: fresh inputs from a seed derived from (secret seed, workload, trial), the
- * reference, the candidate twice, then the checks. */
+ * reference (its outputs then sealed), the candidate twice, then the checks. */
 static enum kevo_status wl_trial(struct kevo_ev *e, struct kevo_wl *x, int trial)
 {
     uint64_t seed = kevo_verify_derive(e->req->seed, (uint64_t)x->w, (uint64_t)trial);
+    uint64_t key = kevo_verify_derive(e->req->seed ^ SEAL_SALT, (uint64_t)x->w, (uint64_t)trial);
     enum kevo_status st = kevo_eval_put_inputs(e, x, seed, &x->ref, &x->cand);
 
     if (!st && !x->verdict)
-        st = kevo_eval_run_ref(e, x, &x->ref, x->expect);
+        st = kevo_eval_run_ref(e, x, &x->ref, key);
+    if (!st && !x->verdict && trial == 0 && e->self && e->req->dump_dir)
+        st = kevo_eval_dump(e, x, &x->ref);
     if (!st && !x->verdict)
-        st = run_cand(e, x, &x->cand, 0, x->out_a, "run A");
+        st = run_cand(e, x, &x->cand, 0, seed, "run A");
+    if (!st && !x->verdict)
+        st = hold_outputs(e, x);
     /* Run A left the inputs as they were (checked), so run B sees the same ones. */
     if (!st && !x->verdict)
-        st = run_cand(e, x, &x->cand, 1, x->out_b, "run B");
+        st = run_cand(e, x, &x->cand, 1, seed, "run B");
     if (!st && !x->verdict)
-        judge_trial(e, x, trial);
+        st = judge_outputs(e, x);
+    if (!st && !x->verdict)
+        st = judge_trial(e, x, trial);
     return st;
 }
 

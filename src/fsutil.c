@@ -61,8 +61,11 @@ int kevo_fs_mkdirs(const char *dir, mode_t mode)
             continue;
         *s = '\0';
         /* an existing directory is fine; an existing file in the way is not */
-        if (mkdir(d, mode) != 0 && (errno != EEXIST || stat(d, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        if (mkdir(d, mode) != 0 && (errno != EEXIST || stat(d, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            if (errno == EEXIST)
+                errno = ENOTDIR;      /* a file is in the way: say so, not "File exists" */
             rc = -1;
+        }
         if (end)
             break;
         *s = '/';

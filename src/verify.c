@@ -162,46 +162,103 @@ enum kevo_status kevo_verify_gen_spec(const struct kevo_tensor_decl *t, const st
     return KEVO_OK;
 }
 
-struct gen_job {
-    const struct kevo_gen *g;
-    uint64_t key;
-    void *dst;
-};
-
-/* Elements [lo, hi) of one input; lo is even so normal pairs never straddle chunks. */
-static void gen_chunk(void *ctx, int c, int64_t lo, int64_t hi)
+uint64_t kevo_verify_stream_key(uint64_t seed, uint64_t stream)
 {
-    const struct gen_job *j = ctx;
-    const struct kevo_gen *g = j->g;
-    (void)c;
+    return stream_key(seed, stream);
+}
+
+/*
+ * Elements [lo, hi) of one input into dst, whose first element is element `org` of the
+ * tensor; lo is even so normal pairs never straddle two calls. The arithmetic is written
+ * one rounding per operation (no contraction: -std=c11 turns it off) because the device
+ * copy in kernels/harness.cu must give the same bits.
+ */
+static void gen_range(const struct kevo_gen *g, uint64_t key, void *dst, int64_t org,
+                      int64_t lo, int64_t hi)
+{
     if (g->kind == KEVO_INIT_NORMAL) {
         for (int64_t i = lo; i < hi; i += 2) {
             double z0, z1;
-            key_normal_pair(j->key, (uint64_t)i / 2, &z0, &z1);
-            kevo_dt_store(g->dtype, j->dst, i, g->a + g->b * z0);
+            key_normal_pair(key, (uint64_t)i / 2, &z0, &z1);
+            kevo_dt_store(g->dtype, dst, i - org, g->a + g->b * z0);
             if (i + 1 < hi)
-                kevo_dt_store(g->dtype, j->dst, i + 1, g->a + g->b * z1);
+                kevo_dt_store(g->dtype, dst, i + 1 - org, g->a + g->b * z1);
         }
     } else if (g->kind == KEVO_INIT_UNIFORM) {
         for (int64_t i = lo; i < hi; i++)
-            kevo_dt_store(g->dtype, j->dst, i, g->a + (g->b - g->a) * to01(key_draw(j->key, i)));
+            kevo_dt_store(g->dtype, dst, i - org,
+                          g->a + (g->b - g->a) * to01(key_draw(key, i)));
     } else {
         /* Lemire's multiply-shift maps a 64-bit draw onto [0, range) without a division;
          * the bias (range / 2^64) is far below anything a test could see. */
         uint64_t range = (uint64_t)g->hi - (uint64_t)g->lo;
         for (int64_t i = lo; i < hi; i++) {
-            uint64_t off = (uint64_t)(((unsigned __int128)key_draw(j->key, i) * range) >> 64);
-            kevo_dt_store_int(g->dtype, j->dst, i, (int64_t)((uint64_t)g->lo + off));
+            uint64_t off = (uint64_t)(((unsigned __int128)key_draw(key, i) * range) >> 64);
+            kevo_dt_store_int(g->dtype, dst, i - org, (int64_t)((uint64_t)g->lo + off));
         }
     }
+}
+
+struct gen_job {
+    const struct kevo_gen *g;
+    uint64_t key;
+    void *dst;                  /* generate: the tensor */
+    const void *buf;            /* check: the tensor to check */
+    int64_t first[KEVO_PAR_MAX];
+};
+
+static void gen_chunk(void *ctx, int c, int64_t lo, int64_t hi)
+{
+    const struct gen_job *j = ctx;
+    (void)c;
+    gen_range(j->g, j->key, j->dst, 0, lo, hi);
 }
 
 void kevo_verify_generate(const struct kevo_gen *g, uint64_t seed, uint64_t stream, void *dst,
                           int64_t n)
 {
-    struct gen_job j = {g, stream_key(seed, stream), dst};
+    struct gen_job j = {.g = g, .key = stream_key(seed, stream), .dst = dst};
     /* counter-based: element i depends only on (seed, stream, i), so chunks are independent */
     kevo_par_for(n, 2, gen_chunk, &j);
+}
+
+#define CHECK_BLOCK 2048        /* elements regenerated at a time (even: whole pairs) */
+
+/* The first mismatch in [lo, hi): regenerate a block at a time into a stack buffer. */
+static void check_chunk(void *ctx, int c, int64_t lo, int64_t hi)
+{
+    struct gen_job *j = ctx;
+    uint64_t tmp[CHECK_BLOCK];
+    enum kevo_dtype dt = j->g->dtype;
+    size_t esz = kevo_dtype_size(dt);
+
+    j->first[c] = -1;
+    for (int64_t b = lo; b < hi; b += CHECK_BLOCK) {
+        int64_t e = hi - b < CHECK_BLOCK ? hi : b + CHECK_BLOCK;
+        const char *got = (const char *)j->buf + b * (int64_t)esz;
+        gen_range(j->g, j->key, tmp, b, b, e);
+        if (!memcmp(tmp, got, (size_t)(e - b) * esz))
+            continue;
+        for (int64_t i = b; i < e; i++) {
+            if (kevo_dt_bits(dt, tmp, i - b) != kevo_dt_bits(dt, got, i - b)) {
+                j->first[c] = i;
+                return;
+            }
+        }
+    }
+}
+
+int64_t kevo_verify_gen_check(const struct kevo_gen *g, uint64_t seed, uint64_t stream,
+                              const void *buf, int64_t n)
+{
+    struct gen_job j = {.g = g, .key = stream_key(seed, stream), .buf = buf};
+
+    kevo_par_for(n, 2, check_chunk, &j);
+    for (int c = 0; c < kevo_par_chunks(n); c++) {
+        if (j.first[c] >= 0)
+            return j.first[c];
+    }
+    return -1;
 }
 
 /* ---- poison and canaries ---- */
@@ -238,8 +295,7 @@ uint32_t kevo_verify_poison(enum kevo_dtype dt, int which)
     return e;   /* 4 bytes; 8-byte elements repeat it twice (still a NaN for f64) */
 }
 
-/* The bits one element holds after a fill with kevo_verify_poison(dt, which). */
-static uint64_t poison_elem(enum kevo_dtype dt, int which)
+uint64_t kevo_verify_poison_elem(enum kevo_dtype dt, int which)
 {
     uint32_t p = kevo_verify_poison(dt, which);
     switch (kevo_dtype_size(dt)) {
@@ -418,7 +474,13 @@ static void unw_chunk(void *ctx, int c, int64_t lo, int64_t hi)
 int64_t kevo_verify_unwritten(enum kevo_dtype dt, const void *out, const void *ref, int64_t n,
                               int which, int64_t *first)
 {
-    struct unw_job j = {.dt = dt, .out = out, .ref = ref, .pe = poison_elem(dt, which)};
+    return kevo_verify_unwritten_bits(dt, out, ref, n, kevo_verify_poison_elem(dt, which), first);
+}
+
+int64_t kevo_verify_unwritten_bits(enum kevo_dtype dt, const void *out, const void *ref,
+                                   int64_t n, uint64_t pe, int64_t *first)
+{
+    struct unw_job j = {.dt = dt, .out = out, .ref = ref, .pe = pe};
     int64_t count = 0;
 
     *first = -1;
@@ -443,18 +505,19 @@ int64_t kevo_verify_first_diff(enum kevo_dtype dt, const void *a, const void *b,
     return -1;
 }
 
-int kevo_verify_degenerate(enum kevo_dtype dt, const void *out, const void *ref, int64_t n)
+int kevo_verify_constant(enum kevo_dtype dt, const void *out, int64_t n)
 {
-    double lo = INFINITY, hi = -INFINITY, amax = 0.0;
-    double v0;
-
-    if (n <= 4)
-        return 0;
-    v0 = kevo_dt_load(dt, out, 0);
+    double v0 = n > 0 ? kevo_dt_load(dt, out, 0) : 0.0;
     for (int64_t i = 1; i < n; i++) {
         if (!(kevo_dt_load(dt, out, i) == v0))
             return 0;                          /* varies (or NaN: a mismatch anyway) */
     }
+    return 1;
+}
+
+int kevo_verify_spread(enum kevo_dtype dt, const void *ref, int64_t n)
+{
+    double lo = INFINITY, hi = -INFINITY, amax = 0.0;
     for (int64_t i = 0; i < n; i++) {
         double w = kevo_dt_load(dt, ref, i);
         if (!isfinite(w))
@@ -464,6 +527,12 @@ int kevo_verify_degenerate(enum kevo_dtype dt, const void *out, const void *ref,
         amax = fabs(w) > amax ? fabs(w) : amax;
     }
     return hi > lo && (hi - lo) > 1e-5 * amax;
+}
+
+int kevo_verify_degenerate(enum kevo_dtype dt, const void *out, const void *ref, int64_t n)
+{
+    return n > KEVO_VERIFY_SMALL && kevo_verify_constant(dt, out, n) &&
+           kevo_verify_spread(dt, ref, n);
 }
 
 void kevo_verify_unravel(int64_t idx, const int64_t *dims, int ndim, int64_t *out)
@@ -484,4 +553,79 @@ uint64_t kevo_verify_hash(const void *p, size_t n)
         h *= 0x100000001B3ull;
     }
     return h;
+}
+
+/* ---- sealing ---- */
+
+/* Two mixes around a key-derived word: one splitmix64 step alone is a bijection, so a
+ * single element whose value a candidate can guess (a zero of a ReLU) would give the key
+ * back; this way it gives one equation in the 64-bit key, nothing to invert. */
+uint64_t kevo_verify_seal_bits(uint64_t key, uint64_t i)
+{
+    if (!key)
+        return 0;
+    return kevo_verify_mix64(key_draw(key, i) ^ kevo_verify_mix64(key ^ 0x5EA15EA15EA15EA1ull));
+}
+
+/* Element i of base (esz bytes) XORed with m's low bytes. */
+static void xor_elem(void *base, size_t esz, int64_t i, uint64_t m)
+{
+    unsigned char *p = (unsigned char *)base + i * (int64_t)esz;
+    for (size_t k = 0; k < esz; k++)
+        p[k] ^= (unsigned char)(m >> (8 * k));   /* little-endian, like the device */
+}
+
+struct seal_job {
+    void *buf;
+    size_t esz;
+    uint64_t key;
+};
+
+static void seal_chunk(void *ctx, int c, int64_t lo, int64_t hi)
+{
+    const struct seal_job *j = ctx;
+    (void)c;
+    for (int64_t i = lo; i < hi; i++)
+        xor_elem(j->buf, j->esz, i, kevo_verify_seal_bits(j->key, (uint64_t)i));
+}
+
+void kevo_verify_seal(enum kevo_dtype dt, void *buf, int64_t n, uint64_t key)
+{
+    struct seal_job j = {buf, kevo_dtype_size(dt), key};
+    if (key)
+        kevo_par_for(n, 1, seal_chunk, &j);
+}
+
+/* ---- the judge ---- */
+
+void kevo_verify_judge(const struct kevo_judge_req *rq, const void *a, const void *b,
+                       const void *ref, struct kevo_judge_res *res)
+{
+    enum kevo_dtype dt = rq->dt;
+    int64_t n = rq->n;
+    size_t bytes = (size_t)n * kevo_dtype_size(dt);
+
+    memset(res, 0, sizeof *res);
+    kevo_verify_compare(dt, a, ref, n, rq->rtol, rq->atol, &res->cmp);
+    res->unw_a = kevo_verify_unwritten_bits(dt, a, ref, n, rq->pe_a, &res->unw_a_first);
+    res->unw_b_first = -1;
+    res->diff_first = -1;
+    if (b) {
+        res->unw_b = kevo_verify_unwritten_bits(dt, b, ref, n, rq->pe_b, &res->unw_b_first);
+        res->diff_first = kevo_verify_first_diff(dt, a, b, n);
+    }
+    res->a_constant = n > KEVO_VERIFY_SMALL && kevo_verify_constant(dt, a, n);
+    res->ref_spread = kevo_verify_spread(dt, ref, n);
+    if (n <= KEVO_VERIFY_SMALL) {
+        res->hash_a = kevo_verify_hash(a, bytes);
+        res->hash_ref = kevo_verify_hash(ref, bytes);
+    }
+}
+
+void kevo_verify_judge_sealed(const struct kevo_judge_req *rq, const void *a, const void *b,
+                              void *ref, struct kevo_judge_res *res)
+{
+    kevo_verify_seal(rq->dt, ref, rq->n, rq->ref_key);        /* open ... */
+    kevo_verify_judge(rq, a, b, ref, res);
+    kevo_verify_seal(rq->dt, ref, rq->n, rq->ref_key);        /* ... and close again */
 }

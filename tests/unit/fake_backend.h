@@ -10,7 +10,8 @@
  * A kernel returns 0, or a status: KEVO_ERR_LAUNCH is returned by launch at once, anything
  * else (KEVO_ERR_DEVICE, KEVO_ERR_TIMEOUT) is reported by the next sync, like a sticky
  * fault. time() runs the plan `batch` times and reports the registered per-call seconds
- * (the real elapsed time when 0).
+ * (the real elapsed time when 0). The verification ops (gen, gen_check, seal, judge) run
+ * verify.c's host functions on the "device" memory in place, as backend_cpu does.
  *
  * Header-only (static functions): include it in one test program.
  */
@@ -247,6 +248,72 @@ static enum kevo_status fake_fill32(void *ctx, uint64_t dst, uint32_t pattern, s
     return KEVO_OK;
 }
 
+static enum kevo_status fake_copy(void *ctx, uint64_t dst, uint64_t src, size_t n)
+{
+    if (((struct fake *)ctx)->fail_copy)
+        return KEVO_ERR_DEVICE;
+    if (!fake_owner(ctx, dst, n) || !fake_owner(ctx, src, n))
+        return KEVO_ERR_INVALID;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return KEVO_OK;
+}
+
+/* n elements of dt at p inside one live allocation (and the context alive)? */
+static enum kevo_status fake_elems(void *ctx, uint64_t p, enum kevo_dtype dt, int64_t n)
+{
+    if (((struct fake *)ctx)->fail_copy)
+        return KEVO_ERR_DEVICE;
+    if (n < 0 || !fake_owner(ctx, p, (size_t)n * kevo_dtype_size(dt)))
+        return KEVO_ERR_INVALID;
+    return KEVO_OK;
+}
+
+static enum kevo_status fake_gen(void *ctx, uint64_t dst, const struct kevo_gen *g, uint64_t seed,
+                                 uint64_t stream, int64_t n, struct kevo_buf *err)
+{
+    enum kevo_status st = fake_elems(ctx, dst, g->dtype, n);
+    (void)err;
+    if (!st)
+        kevo_verify_generate(g, seed, stream, (void *)(uintptr_t)dst, n);
+    return st;
+}
+
+static enum kevo_status fake_gen_check(void *ctx, uint64_t buf, const struct kevo_gen *g,
+                                       uint64_t seed, uint64_t stream, int64_t n, int64_t *first,
+                                       struct kevo_buf *err)
+{
+    enum kevo_status st = fake_elems(ctx, buf, g->dtype, n);
+    (void)err;
+    *first = st ? -1 : kevo_verify_gen_check(g, seed, stream, (const void *)(uintptr_t)buf, n);
+    return st;
+}
+
+static enum kevo_status fake_seal(void *ctx, uint64_t buf, enum kevo_dtype dt, int64_t n,
+                                  uint64_t key, struct kevo_buf *err)
+{
+    enum kevo_status st = fake_elems(ctx, buf, dt, n);
+    (void)err;
+    if (!st)
+        kevo_verify_seal(dt, (void *)(uintptr_t)buf, n, key);
+    return st;
+}
+
+static enum kevo_status fake_judge(void *ctx, const struct kevo_judge_req *rq,
+                                   struct kevo_judge_res *res, struct kevo_buf *err)
+{
+    enum kevo_status st = fake_elems(ctx, rq->a, rq->dt, rq->n);
+    (void)err;
+    if (!st && rq->b)
+        st = fake_elems(ctx, rq->b, rq->dt, rq->n);
+    if (!st)
+        st = fake_elems(ctx, rq->ref, rq->dt, rq->n);
+    if (!st)
+        kevo_verify_judge_sealed(rq, (const void *)(uintptr_t)rq->a,
+                                 rq->b ? (const void *)(uintptr_t)rq->b : NULL,
+                                 (void *)(uintptr_t)rq->ref, res);
+    return st;
+}
+
 static enum kevo_status fake_launch(void *ctx, struct kevo_module *mod,
                                     const struct kevo_call *calls, int n_calls,
                                     struct kevo_buf *err)
@@ -329,6 +396,11 @@ static const struct kevo_backend_ops fake_ops = {
     .upload = fake_upload,
     .download = fake_download,
     .fill32 = fake_fill32,
+    .copy = fake_copy,
+    .gen = fake_gen,
+    .gen_check = fake_gen_check,
+    .seal = fake_seal,
+    .judge = fake_judge,
     .launch = fake_launch,
     .sync = fake_sync,
     .time = fake_time,

@@ -1,6 +1,7 @@
 /*
  * test_backend_cpu - the CPU backend: prototype finding, compiling, argument conversion,
- * the shared arena, and the sandboxed runner under faults and hostile candidates.
+ * the shared arena, the verification ops (verify.c run on the arena in place), and the
+ * sandboxed runner under faults and hostile candidates.
  * Every test opens its own backend (an arena and a spawner process) and closes it.
  */
 #include "testutil.h"
@@ -9,6 +10,7 @@
 #include "backend_cpu.h"
 #include "backend_cpu_shim.h"
 #include "buf.h"
+#include "judge_cases.h"
 #include "mem.h"
 
 #include <errno.h>
@@ -909,6 +911,93 @@ static void test_background_thread_frozen(void **state)
     assert_true(c3 >= c2 + 1000);   // only frozen: it ran again during the next call
 }
 
+/* ---- verification ops: verify.c's functions on arena memory ---- */
+
+static void test_verify_ops(void **state)
+{
+    struct fx *f = *state;
+    const int64_t n = 20011;
+    const struct kevo_gen g = {.kind = KEVO_INIT_NORMAL, .dtype = KEVO_F16, .a = 1, .b = 2};
+    int64_t first = 0;
+
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        enum kevo_dtype dt = JC_DTYPES[d];
+        size_t bytes = (size_t)n * kevo_dtype_size(dt);
+        void *a = kevo_malloc(bytes), *b = kevo_malloc(bytes), *ref = kevo_malloc(bytes);
+        void *back = kevo_malloc(bytes);
+        struct kevo_judge_req rq = jc_req(dt, n);
+        struct kevo_judge_res want, got;
+        struct kevo_gen gd = {.kind = KEVO_INIT_RANDINT, .dtype = dt, .lo = -9, .hi = 99};
+
+        jc_craft(dt, n, JC_MIXED, a, b, ref);
+        kevo_verify_judge(&rq, a, b, ref, &want);
+        rq.a = dalloc(f, bytes);
+        rq.b = dalloc(f, bytes);
+        rq.ref = dalloc(f, bytes);
+        assert_int_equal(f->b.ops->upload(f->b.ctx, rq.a, a, bytes), KEVO_OK);
+        assert_int_equal(f->b.ops->upload(f->b.ctx, rq.b, b, bytes), KEVO_OK);
+        assert_int_equal(f->b.ops->upload(f->b.ctx, rq.ref, ref, bytes), KEVO_OK);
+        /* seal in place: the host's bits, then the judge of the sealed reference */
+        assert_int_equal(f->b.ops->seal(f->b.ctx, rq.ref, dt, n, rq.ref_key, &f->err), KEVO_OK);
+        assert_int_equal(f->b.ops->download(f->b.ctx, back, rq.ref, bytes), KEVO_OK);
+        kevo_verify_seal(dt, ref, n, rq.ref_key);
+        assert_memory_equal(back, ref, bytes);
+        assert_int_equal(f->b.ops->judge(f->b.ctx, &rq, &got, &f->err), KEVO_OK);
+        assert_memory_equal(&got, &want, sizeof got);
+        assert_int_equal(f->b.ops->download(f->b.ctx, back, rq.ref, bytes), KEVO_OK);
+        assert_memory_equal(back, ref, bytes);                 /* sealed again */
+        /* gen and gen_check */
+        kevo_verify_generate(&gd, 5, 1, a, n);
+        assert_int_equal(f->b.ops->gen(f->b.ctx, rq.a, &gd, 5, 1, n, &f->err), KEVO_OK);
+        assert_int_equal(f->b.ops->download(f->b.ctx, back, rq.a, bytes), KEVO_OK);
+        assert_memory_equal(back, a, bytes);
+        assert_int_equal(f->b.ops->gen_check(f->b.ctx, rq.a, &gd, 5, 1, n, &first, &f->err),
+                         KEVO_OK);
+        assert_int_equal(first, -1);
+        assert_int_equal(f->b.ops->gen_check(f->b.ctx, rq.a, &gd, 5, 2, n, &first, &f->err),
+                         KEVO_OK);
+        assert_true(first >= 0 && first < 10);                 /* another stream */
+        /* copy */
+        assert_int_equal(f->b.ops->copy(f->b.ctx, rq.b, rq.a, bytes), KEVO_OK);
+        assert_int_equal(f->b.ops->download(f->b.ctx, back, rq.b, bytes), KEVO_OK);
+        assert_memory_equal(back, a, bytes);
+        f->b.ops->free(f->b.ctx, rq.a);
+        f->b.ops->free(f->b.ctx, rq.b);
+        f->b.ops->free(f->b.ctx, rq.ref);
+        kevo_free(a);
+        kevo_free(b);
+        kevo_free(ref);
+        kevo_free(back);
+    }
+    /* outside device memory: refused with a reason */
+    int16_t host[4];
+    kevo_buf_reset(&f->err);
+    assert_int_equal(f->b.ops->gen(f->b.ctx, (uint64_t)(uintptr_t)host, &g, 1, 1, 4, &f->err),
+                     KEVO_ERR_INVALID);
+    assert_non_null(strstr(kevo_buf_str(&f->err), "outside device memory"));
+}
+
+/* A fault of the last launch is reported by the verification op that waits for it. */
+static void test_verify_op_after_fault(void **state)
+{
+    struct fx *f = *state;
+    struct kevo_module *m = compile1(f,
+        "void crash(long *p) { (void)p; *(volatile int *)16 = 1; }\n", "crash");
+    const struct kevo_gen g = {.kind = KEVO_INIT_UNIFORM, .dtype = KEVO_F32, .a = 0, .b = 1};
+    uint64_t a = dalloc(f, 64);
+    struct kevo_call c;
+
+    memset(&c, 0, sizeof c);
+    c.n_args = 1;
+    c.args[0] = P(a);
+    assert_int_equal(f->b.ops->launch(f->b.ctx, m, &c, 1, &f->err), KEVO_OK);
+    kevo_buf_reset(&f->err);
+    assert_int_equal(f->b.ops->gen(f->b.ctx, a, &g, 1, 1, 16, &f->err), KEVO_ERR_DEVICE);
+    assert_non_null(strstr(kevo_buf_str(&f->err), "SIGSEGV"));
+    f->b.ops->free(f->b.ctx, a);
+    f->b.ops->module_free(f->b.ctx, m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -941,6 +1030,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_openmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_thread_frozen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verify_ops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verify_op_after_fault, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * test_backend_cuda - the CUDA backend (src/backend_cuda.c, src/cudrv.c).
  *
  * Two parts. The first runs everywhere: error classification, messages, arch names and
- * argument marshalling need no GPU. The second needs a GPU and a driver: each of its tests
+ * argument marshalling need no GPU. The second also checks the verification ops (gen,
+ * gen_check, seal, judge: kernels/harness.cu) against their host oracle in verify.c. The second needs a GPU and a driver: each of its tests
  * calls skip() when kevo_backend_open_cuda answers KEVO_ERR_NODEV (no libcuda.so.1, no
  * device), and really runs otherwise. KEVO_TEST_CUDA_DEVICE picks the device (default 0).
  *
@@ -15,7 +16,10 @@
 #include "backend.h"
 #include "backend_cuda.h"
 #include "cudrv.h"
+#include "dtype_conv.h"
+#include "judge_cases.h"
 #include "mem.h"
+#include "verify.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -623,6 +627,314 @@ static void test_gpu_time(void **state)
     b->ops->free(b->ctx, dy);
 }
 
+/* ---- GPU: the verification ops against their host oracle (src/verify.c) ---- */
+
+static uint64_t dev_alloc(struct kevo_backend *b, size_t bytes)
+{
+    uint64_t d = 0;
+    assert_int_equal(b->ops->alloc(b->ctx, bytes, &d), KEVO_OK);
+    return d;
+}
+
+static void dev_put(struct kevo_backend *b, uint64_t d, const void *p, size_t n)
+{
+    assert_int_equal(b->ops->upload(b->ctx, d, p, n), KEVO_OK);
+}
+
+static void dev_get(struct kevo_backend *b, void *p, uint64_t d, size_t n)
+{
+    assert_int_equal(b->ops->download(b->ctx, p, d, n), KEVO_OK);
+}
+
+/* Units in the last place between two elements of a narrow float type (sign-magnitude
+ * bits mapped onto a line). */
+static int64_t ulp_dist(enum kevo_dtype dt, uint64_t x, uint64_t y)
+{
+    const uint64_t sign = 1ull << (8 * kevo_dtype_size(dt) - 1);
+    int64_t ox = x & sign ? -(int64_t)(x & ~sign) : (int64_t)x;
+    int64_t oy = y & sign ? -(int64_t)(y & ~sign) : (int64_t)y;
+    return ox > oy ? ox - oy : oy - ox;
+}
+
+/* Normal inputs may differ from the host in the last bit of log/cos/sin: within one unit
+ * of the dtype, or (f64, where that bit is the dtype's) 1e-14 of the distribution's scale;
+ * integers by one (a rounding tie moved). Everything else must match bit for bit. */
+static void gen_close(const struct kevo_gen *g, const void *dev, const void *host, int64_t i)
+{
+    enum kevo_dtype dt = g->dtype;
+    uint64_t db = kevo_dt_bits(dt, dev, i), hb = kevo_dt_bits(dt, host, i);
+    double dv = kevo_dt_load(dt, dev, i), hv = kevo_dt_load(dt, host, i);
+    int ok;
+
+    if (g->kind != KEVO_INIT_NORMAL)
+        ok = 0;
+    else if (dt == KEVO_F64)
+        ok = fabs(dv - hv) <= 1e-14 * (fabs(g->a) + fabs(g->b));
+    else if (kevo_dtype_is_float(dt))
+        ok = ulp_dist(dt, db, hb) <= 1;
+    else
+        ok = fabs(dv - hv) <= 1.0;
+    if (!ok)
+        fail_msg("gen %s kind %d (%g, %g | %lld, %lld) element %lld: device %#llx (%.17g), "
+                 "host %#llx (%.17g)", kevo_dtype_name(dt), (int)g->kind, g->a, g->b,
+                 (long long)g->lo, (long long)g->hi, (long long)i, (unsigned long long)db, dv,
+                 (unsigned long long)hb, hv);
+}
+
+/* Device gen of n elements vs kevo_verify_generate, and gen_check of its own output. */
+static void check_gen(struct kevo_backend *b, const struct kevo_gen *g, int64_t n)
+{
+    size_t bytes = (size_t)n * kevo_dtype_size(g->dtype);
+    void *host = kevo_malloc(bytes), *got = kevo_malloc(bytes);
+    uint64_t d = dev_alloc(b, bytes);
+    int64_t first = 0, off = 0;
+    struct kevo_buf err;
+
+    kevo_buf_init(&err, 1 << 16);
+    kevo_verify_generate(g, 0x5EED5EEDull, 7, host, n);
+    enum kevo_status st = b->ops->gen(b->ctx, d, g, 0x5EED5EEDull, 7, n, &err);
+    if (st)
+        print_error("gen: %s\n", kevo_buf_str(&err));
+    assert_int_equal(st, KEVO_OK);
+    dev_get(b, got, d, bytes);
+    for (int64_t i = 0; i < n; i++) {
+        if (kevo_dt_bits(g->dtype, got, i) != kevo_dt_bits(g->dtype, host, i)) {
+            gen_close(g, got, host, i);
+            off++;
+        }
+    }
+    if (off)
+        print_message("[ gen      ] %s normal(%g,%g): %lld of %lld elements one unit off\n",
+                      kevo_dtype_name(g->dtype), g->a, g->b, (long long)off, (long long)n);
+    assert_int_equal(b->ops->gen_check(b->ctx, d, g, 0x5EED5EEDull, 7, n, &first, &err),
+                     KEVO_OK);
+    assert_int_equal(first, -1);
+    b->ops->free(b->ctx, d);
+    kevo_free(host);
+    kevo_free(got);
+    kevo_buf_free(&err);
+}
+
+static void test_gpu_gen_matches_host(void **state)
+{
+    struct kevo_backend *b = gpu();
+    const int64_t n = 100001;             /* odd: the last normal pair is cut */
+    const struct kevo_gen fl[] = {
+        {.kind = KEVO_INIT_NORMAL, .a = 0, .b = 1},
+        {.kind = KEVO_INIT_NORMAL, .a = 2, .b = 0.5},
+        {.kind = KEVO_INIT_NORMAL, .a = 0, .b = 3e4},        /* past f16/fp8 range */
+        {.kind = KEVO_INIT_UNIFORM, .a = -1, .b = 1},
+        {.kind = KEVO_INIT_UNIFORM, .a = -1e6, .b = 1e6},    /* overflow and saturation */
+        {.kind = KEVO_INIT_UNIFORM, .a = -1e-6, .b = 1e-6},  /* subnormals of the narrow types */
+        {.kind = KEVO_INIT_RANDINT, .lo = -1000, .hi = 1000},
+        {.kind = KEVO_INIT_RANDINT, .lo = -(1ll << 62), .hi = 1ll << 62},
+    };
+    const struct kevo_gen in[] = {
+        {.kind = KEVO_INIT_RANDINT, .lo = -1000, .hi = 1000},  /* clamped for 8 bits, bool */
+        {.kind = KEVO_INIT_RANDINT, .lo = INT64_MIN / 2, .hi = INT64_MAX / 2},
+        {.kind = KEVO_INIT_UNIFORM, .a = -300.5, .b = 300.5},
+        {.kind = KEVO_INIT_NORMAL, .a = 0, .b = 100},
+    };
+
+    (void)state;
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        int is_f = kevo_dtype_is_float(JC_DTYPES[d]);
+        const struct kevo_gen *set = is_f ? fl : in;
+        int cnt = is_f ? (int)(sizeof fl / sizeof fl[0]) : (int)(sizeof in / sizeof in[0]);
+        for (int c = 0; c < cnt; c++) {
+            struct kevo_gen g = set[c];
+            g.dtype = JC_DTYPES[d];
+            check_gen(b, &g, n);
+        }
+    }
+}
+
+/* gen_check names the smallest changed index. */
+static void test_gpu_gen_check_finds_flips(void **state)
+{
+    struct kevo_backend *b = gpu();
+    const struct kevo_gen gs[] = {
+        {.kind = KEVO_INIT_NORMAL, .dtype = KEVO_F32, .a = 0, .b = 1},
+        {.kind = KEVO_INIT_RANDINT, .dtype = KEVO_U8, .lo = 0, .hi = 256},
+        {.kind = KEVO_INIT_UNIFORM, .dtype = KEVO_F64, .a = -1, .b = 1},
+    };
+    const int64_t n = 1000003;
+    struct kevo_buf err;
+
+    (void)state;
+    kevo_buf_init(&err, 1 << 16);
+    for (size_t c = 0; c < sizeof gs / sizeof gs[0]; c++) {
+        size_t esz = kevo_dtype_size(gs[c].dtype);
+        uint64_t d = dev_alloc(b, (size_t)n * esz), v = 0;
+        int64_t first = 0;
+        assert_int_equal(b->ops->gen(b->ctx, d, &gs[c], 42, 1, n, &err), KEVO_OK);
+        const int64_t flips[] = {n - 1, 777777, 5};
+        for (int f = 0; f < 3; f++) {
+            dev_get(b, &v, d + (uint64_t)flips[f] * esz, esz);
+            v ^= 1;
+            dev_put(b, d + (uint64_t)flips[f] * esz, &v, esz);
+            assert_int_equal(b->ops->gen_check(b->ctx, d, &gs[c], 42, 1, n, &first, &err),
+                             KEVO_OK);
+            assert_int_equal(first, flips[f]);
+        }
+        /* Another seed or stream is another tensor: element 0 already differs. */
+        assert_int_equal(b->ops->gen_check(b->ctx, d, &gs[c], 43, 1, n, &first, &err), KEVO_OK);
+        assert_int_equal(first, gs[c].dtype == KEVO_U8 ? first : 0);
+        b->ops->free(b->ctx, d);
+    }
+    kevo_buf_free(&err);
+}
+
+/* seal equals the host's, changes the bits, and undoes itself; key 0 changes nothing. */
+static void test_gpu_seal_round_trip(void **state)
+{
+    struct kevo_backend *b = gpu();
+    const enum kevo_dtype dts[] = {KEVO_U8, KEVO_BF16, KEVO_F32, KEVO_I64};
+    const int64_t n = 100003;
+    const uint64_t key = 0xC0FFEE1234567891ull;
+    struct kevo_buf err;
+
+    (void)state;
+    kevo_buf_init(&err, 1 << 16);
+    for (size_t c = 0; c < sizeof dts / sizeof dts[0]; c++) {
+        size_t bytes = (size_t)n * kevo_dtype_size(dts[c]);
+        unsigned char *orig = kevo_malloc(bytes), *want = kevo_malloc(bytes);
+        unsigned char *got = kevo_malloc(bytes);
+        uint64_t d = dev_alloc(b, bytes);
+        int64_t same = 0;
+        for (size_t i = 0; i < bytes; i++)
+            orig[i] = (unsigned char)(kevo_verify_mix64(i) >> 13);
+        memcpy(want, orig, bytes);
+        kevo_verify_seal(dts[c], want, n, key);
+        dev_put(b, d, orig, bytes);
+        assert_int_equal(b->ops->seal(b->ctx, d, dts[c], n, key, &err), KEVO_OK);
+        dev_get(b, got, d, bytes);
+        assert_memory_equal(got, want, bytes);
+        for (int64_t i = 0; i < n; i++)
+            same += kevo_dt_bits(dts[c], got, i) == kevo_dt_bits(dts[c], orig, i);
+        assert_true(same < n / 100);
+        assert_int_equal(b->ops->seal(b->ctx, d, dts[c], n, key, &err), KEVO_OK);
+        dev_get(b, got, d, bytes);
+        assert_memory_equal(got, orig, bytes);
+        assert_int_equal(b->ops->seal(b->ctx, d, dts[c], n, 0, &err), KEVO_OK);
+        dev_get(b, got, d, bytes);
+        assert_memory_equal(got, orig, bytes);
+        b->ops->free(b->ctx, d);
+        kevo_free(orig);
+        kevo_free(want);
+        kevo_free(got);
+    }
+    kevo_buf_free(&err);
+}
+
+/* Doubles equal bit for bit, or both NaN. */
+static void same_double(const char *what, double x, double y)
+{
+    if (!(x == y || (isnan(x) && isnan(y))) || signbit(x) != signbit(y))
+        fail_msg("%s: device %.17g, host %.17g", what, x, y);
+}
+
+static void near_double(const char *what, double x, double y)
+{
+    if (!(x == y || fabs(x - y) <= 1e-12 * fabs(y)))
+        fail_msg("%s: device %.17g, host %.17g", what, x, y);
+}
+
+/* Every field of the device judge equals the host oracle's (sums: within 1e-12). */
+static void same_res(const struct kevo_judge_res *g, const struct kevo_judge_res *w)
+{
+    assert_int_equal(g->cmp.n, w->cmp.n);
+    assert_int_equal(g->cmp.n_bad, w->cmp.n_bad);
+    assert_int_equal(g->cmp.first_bad, w->cmp.first_bad);
+    assert_int_equal(g->cmp.worst, w->cmp.worst);
+    same_double("got", g->cmp.got, w->cmp.got);
+    same_double("want", g->cmp.want, w->cmp.want);
+    same_double("max_abs", g->cmp.max_abs, w->cmp.max_abs);
+    same_double("max_rel", g->cmp.max_rel, w->cmp.max_rel);
+    near_double("rel_l2", g->cmp.rel_l2, w->cmp.rel_l2);
+    near_double("ref_norm", g->cmp.ref_norm, w->cmp.ref_norm);
+    assert_int_equal(g->cmp.l2_fail, w->cmp.l2_fail);
+    assert_int_equal(g->cmp.pass, w->cmp.pass);
+    assert_int_equal(g->unw_a, w->unw_a);
+    assert_int_equal(g->unw_a_first, w->unw_a_first);
+    assert_int_equal(g->unw_b, w->unw_b);
+    assert_int_equal(g->unw_b_first, w->unw_b_first);
+    assert_int_equal(g->diff_first, w->diff_first);
+    assert_int_equal(g->a_constant, w->a_constant);
+    assert_int_equal(g->ref_spread, w->ref_spread);
+    assert_int_equal(g->hash_a, w->hash_a);
+    assert_int_equal(g->hash_ref, w->hash_ref);
+}
+
+/* One judge on the device against kevo_verify_judge, twice (the same bits both times). */
+static void judge_case(struct kevo_backend *b, enum kevo_dtype dt, int64_t n, int variant,
+                       int with_b)
+{
+    const size_t bytes = (size_t)n * kevo_dtype_size(dt), hb = bytes ? bytes : 1;
+    void *a = kevo_malloc(hb), *bb = kevo_malloc(hb), *ref = kevo_malloc(hb);
+    void *sealed = kevo_malloc(hb), *back = kevo_malloc(hb);
+    struct kevo_judge_req rq = jc_req(dt, n);
+    struct kevo_judge_res want, got, again;
+    struct kevo_buf err;
+
+    kevo_buf_init(&err, 1 << 16);
+    jc_craft(dt, n, variant, a, bb, ref);
+    kevo_verify_judge(&rq, a, with_b ? bb : NULL, ref, &want);
+    memcpy(sealed, ref, bytes);
+    kevo_verify_seal(dt, sealed, n, rq.ref_key);
+    rq.a = dev_alloc(b, bytes);
+    rq.b = with_b ? dev_alloc(b, bytes) : 0;
+    rq.ref = dev_alloc(b, bytes);
+    dev_put(b, rq.a, a, bytes);
+    if (with_b)
+        dev_put(b, rq.b, bb, bytes);
+    dev_put(b, rq.ref, sealed, bytes);
+    enum kevo_status st = b->ops->judge(b->ctx, &rq, &got, &err);
+    if (st)
+        print_error("judge: %s\n", kevo_buf_str(&err));
+    assert_int_equal(st, KEVO_OK);
+    print_message("[ judge    ] %-7s n=%-8lld variant %d b %d: n_bad %lld first %lld worst %lld "
+                  "unw %lld/%lld diff %lld const %d spread %d\n", kevo_dtype_name(dt),
+                  (long long)n, variant, with_b, (long long)got.cmp.n_bad,
+                  (long long)got.cmp.first_bad, (long long)got.cmp.worst, (long long)got.unw_a,
+                  (long long)got.unw_b, (long long)got.diff_first, got.a_constant,
+                  got.ref_spread);
+    same_res(&got, &want);
+    assert_int_equal(b->ops->judge(b->ctx, &rq, &again, &err), KEVO_OK);
+    assert_memory_equal(&again.cmp.rel_l2, &got.cmp.rel_l2, sizeof got.cmp.rel_l2);
+    dev_get(b, back, rq.ref, bytes);
+    assert_memory_equal(back, sealed, bytes);      /* still sealed */
+    b->ops->free(b->ctx, rq.a);
+    b->ops->free(b->ctx, rq.b);
+    b->ops->free(b->ctx, rq.ref);
+    kevo_free(a);
+    kevo_free(bb);
+    kevo_free(ref);
+    kevo_free(sealed);
+    kevo_free(back);
+    kevo_buf_free(&err);
+}
+
+static void test_gpu_judge_matches_host(void **state)
+{
+    struct kevo_backend *b = gpu();
+
+    (void)state;
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        for (int v = 0; v < JC_N_VARIANTS; v++)
+            judge_case(b, JC_DTYPES[d], 20011, v, 1);
+        judge_case(b, JC_DTYPES[d], 20011, 0, 0);
+        judge_case(b, JC_DTYPES[d], 3, JC_MIXED, 1);       /* small: hashed */
+        judge_case(b, JC_DTYPES[d], 1, JC_EXACT, 1);
+        judge_case(b, JC_DTYPES[d], 0, JC_EXACT, 1);
+    }
+    /* Many blocks, each a chunk of its own. */
+    judge_case(b, KEVO_F32, (1 << 22) + 12345, JC_MIXED, 1);
+    judge_case(b, KEVO_BF16, (1 << 21) + 7, JC_MIXED, 1);
+    judge_case(b, KEVO_I32, (1 << 21) + 7, JC_MIXED, 1);
+    judge_case(b, KEVO_F64, (1 << 20) + 1, JC_EXACT, 1);
+}
+
 /* LAST: a sticky fault. Nothing CUDA works in this process afterwards. */
 static void test_gpu_illegal_address_is_device_error(void **state)
 {
@@ -675,6 +987,10 @@ int main(void)
         cmocka_unit_test(test_gpu_large_dynamic_smem),
         cmocka_unit_test(test_gpu_compile_errors),
         cmocka_unit_test(test_gpu_time),
+        cmocka_unit_test(test_gpu_gen_matches_host),
+        cmocka_unit_test(test_gpu_gen_check_finds_flips),
+        cmocka_unit_test(test_gpu_seal_round_trip),
+        cmocka_unit_test(test_gpu_judge_matches_host),
         /* keep last: it loses the CUDA context on purpose */
         cmocka_unit_test(test_gpu_illegal_address_is_device_error),
     };

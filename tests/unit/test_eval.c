@@ -62,6 +62,20 @@ static const char TASK_LOSS[] =
     "// kevo launch ref_loss grid=1 block=1 (x, s, N)\n"
     "extern \"C\" __global__ void ref_loss(const float *x, float *s, int n) {}\n";
 
+/* axpy whose outputs may vary run to run within the tolerance (float atomics). */
+static const char TASK_AXPY_ATOMICS[] =
+    "// kevo task axpy_atomics\n"
+    "// kevo size N=1000\n"
+    "// kevo input x f32[N] normal(0,1)\n"
+    "// kevo input y f32[N] uniform(-1,1)\n"
+    "// kevo output z f32[N]\n"
+    "// kevo scalar alpha f32 2.5\n"
+    "// kevo atomics\n"
+    "// kevo bytes 12*N\n"
+    "// kevo launch ref_axpy grid=cdiv(N,256) block=256 (x, y, z, alpha, N)\n"
+    "extern \"C\" __global__ void ref_axpy(const float *x, const float *y, float *z,\n"
+    "                                      float alpha, int n) {}\n";
+
 /* A candidate launching KERNEL like the reference. */
 static char cand_buf[512];
 static const char *cand(const char *kernel)
@@ -153,6 +167,17 @@ static int k_nondet(ARGS)
     AXPY_VARS;
     for (int64_t i = 0; i < N; i++)
         z[i] = al * x[i] + y[i] + (s->calls & 1 ? 0.5f : 0.0f);
+    s->calls++;
+    return 0;
+}
+
+/* Every other call a last-bit wobble (a different summation order): within tolerance. */
+static int k_wobble(ARGS)
+{
+    struct kstate *s = u;
+    AXPY_VARS;
+    for (int64_t i = 0; i < N; i++)
+        z[i] = (al * x[i] + y[i]) * (s->calls & 1 ? 1.0f + 1e-7f : 1.0f);
     s->calls++;
     return 0;
 }
@@ -278,6 +303,7 @@ static int fx_setup(void **state)
     fake_register(&x->f, "nan", k_nan, NULL, 0);
     fake_register(&x->f, "nondet", k_nondet, &x->ks, 0);
     fake_register(&x->f, "stale", k_stale, &x->ks, 0);
+    fake_register(&x->f, "wobble", k_wobble, &x->ks, 0);
     fake_register(&x->f, "hardcoded", k_hardcoded, NULL, 0);
     fake_register(&x->f, "visible_only", k_visible_only, NULL, 1e-3);
     fake_register(&x->f, "phase_wrong", k_phase_wrong, &x->ks, 1e-3);
@@ -471,6 +497,23 @@ static void test_nondeterministic(void **state)
     double a = json_real_value(json_object_get(evd(r), "a"));
     double b = json_real_value(json_object_get(evd(r), "b"));
     assert_near(b - a, 0.5, 1e-5);
+}
+
+/* With atomics, run B is judged against the reference, not bit for bit against run A. */
+static void test_atomics(void **state)
+{
+    struct fx *x = *state;
+    x->req.task_text = TASK_AXPY_ATOMICS;
+    x->req.cand_text = cand("wobble");
+    assert_verdict(run(x, KEVO_OK), "ok");
+    x->req.task_text = TASK_AXPY;                          /* the same kernel, bitwise */
+    assert_verdict(run(x, KEVO_OK), "nondeterministic");
+    x->req.task_text = TASK_AXPY_ATOMICS;
+    x->req.cand_text = cand("nondet");                     /* run B off by 0.5 */
+    json_t *r = run(x, KEVO_OK);
+    assert_verdict(r, "mismatch");
+    assert_string_equal(evs(r, "message"), "run B");
+    assert_non_null(strstr(json_string_value(json_object_get(r, "message")), "run B: z["));
 }
 
 static void test_stale(void **state)
@@ -798,6 +841,7 @@ int main(void)
         T(test_mismatch_1pct),
         T(test_mismatch_nan),
         T(test_nondeterministic),
+        T(test_atomics),
         T(test_stale),
         T(test_hardcoded_shape),
         T(test_degenerate_constant),

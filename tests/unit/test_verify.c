@@ -3,11 +3,13 @@
  * fp16/bf16 conversions (exhaustive round trips and every tie), fp8, the counter-based
  * generator (reproducibility, independence per seed and stream, distribution moments),
  * INIT evaluation and its errors, poison patterns, guard checks, the tolerance rule (NaN,
- * Inf, L2), unwritten, nondeterminism and degenerate checks.
+ * Inf, L2), unwritten, nondeterminism and degenerate checks; the generator check, sealing,
+ * and the judge (kevo_verify_judge: exactly the individual functions, for every dtype).
  */
 #include "testutil.h"
 
 #include "dtype_conv.h"
+#include "judge_cases.h"
 #include "mem.h"
 #include "verify.h"
 
@@ -557,6 +559,170 @@ static void test_unravel_hash(void **state)
     assert_true(kevo_verify_hash("abc", 3) == kevo_verify_hash("abc", 3));
 }
 
+/* ---- the generator check, sealing and the judge ---- */
+
+static void test_gen_check(void **state)
+{
+    const struct kevo_gen gs[] = {
+        {.kind = KEVO_INIT_NORMAL, .dtype = KEVO_BF16, .a = 0, .b = 1},
+        {.kind = KEVO_INIT_UNIFORM, .dtype = KEVO_F64, .a = -1, .b = 1},
+        {.kind = KEVO_INIT_RANDINT, .dtype = KEVO_I16, .lo = -5, .hi = 5000},
+    };
+    const int64_t n = 300001;            /* several chunks, an odd tail */
+    (void)state;
+    for (size_t c = 0; c < sizeof gs / sizeof gs[0]; c++) {
+        size_t esz = kevo_dtype_size(gs[c].dtype);
+        unsigned char *x = kevo_malloc((size_t)n * esz);
+        kevo_verify_generate(&gs[c], 11, 2, x, n);
+        assert_int_equal(kevo_verify_gen_check(&gs[c], 11, 2, x, n), -1);
+        assert_int_equal(kevo_verify_gen_check(&gs[c], 11, 2, x, 7), -1);   /* a prefix */
+        const int64_t flips[] = {n - 1, 250000, 4097, 0};
+        for (int f = 0; f < 4; f++) {
+            x[(size_t)flips[f] * esz] ^= 1;
+            assert_int_equal(kevo_verify_gen_check(&gs[c], 11, 2, x, n), flips[f]);
+        }
+        /* another stream is another tensor */
+        assert_int_equal(kevo_verify_gen_check(&gs[c], 11, 3, x, n), 0);
+        kevo_free(x);
+    }
+}
+
+static void test_seal(void **state)
+{
+    const int64_t n = 100003;
+    (void)state;
+    assert_true(kevo_verify_seal_bits(0, 5) == 0);
+    assert_true(kevo_verify_seal_bits(7, 5) != kevo_verify_seal_bits(7, 6));
+    assert_true(kevo_verify_seal_bits(7, 5) != kevo_verify_seal_bits(8, 5));
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        enum kevo_dtype dt = JC_DTYPES[d];
+        size_t bytes = (size_t)n * kevo_dtype_size(dt);
+        unsigned char *x = kevo_malloc(bytes), *orig = kevo_malloc(bytes);
+        int64_t same = 0;
+        for (size_t i = 0; i < bytes; i++)
+            x[i] = (unsigned char)(kevo_verify_mix64(i) >> 7);
+        memcpy(orig, x, bytes);
+        kevo_verify_seal(dt, x, n, 0);                        /* key 0: in the clear */
+        assert_memory_equal(x, orig, bytes);
+        kevo_verify_seal(dt, x, n, 0xFEEDull);
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t m = kevo_verify_seal_bits(0xFEEDull, (uint64_t)i);
+            uint64_t mask = kevo_dtype_size(dt) == 8 ? ~0ull
+                                                     : (1ull << (8 * kevo_dtype_size(dt))) - 1;
+            assert_true((kevo_dt_bits(dt, x, i) ^ kevo_dt_bits(dt, orig, i)) == (m & mask));
+            same += kevo_dt_bits(dt, x, i) == kevo_dt_bits(dt, orig, i);
+        }
+        assert_true(same < n / 100);                          /* noise, not the answer */
+        kevo_verify_seal(dt, x, n, 0xFEEDull);                /* an involution */
+        assert_memory_equal(x, orig, bytes);
+        kevo_free(x);
+        kevo_free(orig);
+    }
+}
+
+/* kevo_verify_judge is exactly the individual functions, field by field. */
+static void judge_composes(enum kevo_dtype dt, int64_t n, int variant, int with_b)
+{
+    size_t bytes = (size_t)n * kevo_dtype_size(dt), hb = bytes ? bytes : 1;
+    void *a = kevo_malloc(hb), *b = kevo_malloc(hb), *ref = kevo_malloc(hb);
+    struct kevo_judge_req rq = jc_req(dt, n);
+    struct kevo_judge_res r, rs;
+    struct kevo_cmp c;
+    int64_t first = 0, cnt;
+
+    jc_craft(dt, n, variant, a, b, ref);
+    kevo_verify_judge(&rq, a, with_b ? b : NULL, ref, &r);
+    kevo_verify_compare(dt, a, ref, n, rq.rtol, rq.atol, &c);
+    assert_memory_equal(&r.cmp, &c, sizeof c);
+    cnt = kevo_verify_unwritten(dt, a, ref, n, 0, &first);
+    assert_int_equal(r.unw_a, cnt);
+    assert_int_equal(r.unw_a_first, first);
+    cnt = with_b ? kevo_verify_unwritten(dt, b, ref, n, 1, &first) : 0;
+    assert_int_equal(r.unw_b, cnt);
+    assert_int_equal(r.unw_b_first, with_b ? first : -1);
+    assert_int_equal(r.diff_first, with_b ? kevo_verify_first_diff(dt, a, b, n) : -1);
+    assert_int_equal(r.a_constant && r.ref_spread, kevo_verify_degenerate(dt, a, ref, n));
+    assert_int_equal(r.ref_spread, kevo_verify_spread(dt, ref, n));
+    assert_int_equal(r.hash_a, n <= KEVO_VERIFY_SMALL ? kevo_verify_hash(a, bytes) : 0);
+    assert_int_equal(r.hash_ref, n <= KEVO_VERIFY_SMALL ? kevo_verify_hash(ref, bytes) : 0);
+    /* the same from a sealed reference, which stays sealed */
+    uint64_t clear = kevo_verify_hash(ref, bytes);
+    kevo_verify_seal(dt, ref, n, rq.ref_key);
+    uint64_t sealed = kevo_verify_hash(ref, bytes);
+    kevo_verify_judge_sealed(&rq, a, with_b ? b : NULL, ref, &rs);
+    assert_memory_equal(&rs, &r, sizeof r);
+    assert_int_equal(kevo_verify_hash(ref, bytes), sealed);
+    kevo_verify_seal(dt, ref, n, rq.ref_key);
+    assert_int_equal(kevo_verify_hash(ref, bytes), clear);
+    kevo_free(a);
+    kevo_free(b);
+    kevo_free(ref);
+}
+
+static void test_judge_every_dtype(void **state)
+{
+    (void)state;
+    for (int d = 0; d < JC_N_DTYPES; d++) {
+        for (int v = 0; v < JC_N_VARIANTS; v++) {
+            judge_composes(JC_DTYPES[d], 20011, v, 1);
+            judge_composes(JC_DTYPES[d], 3, v, 1);
+        }
+        judge_composes(JC_DTYPES[d], 20011, JC_MIXED, 0);
+        judge_composes(JC_DTYPES[d], 0, JC_EXACT, 1);
+    }
+}
+
+/* What the crafted cases must give, by the protocol's rules. */
+static void test_judge_rules(void **state)
+{
+    const int64_t n = 20011;
+    void *a = kevo_malloc((size_t)n * 8), *b = kevo_malloc((size_t)n * 8);
+    void *ref = kevo_malloc((size_t)n * 8);
+    struct kevo_judge_req rq = jc_req(KEVO_F32, n);
+    struct kevo_judge_res r;
+
+    (void)state;
+    jc_craft(KEVO_F32, n, JC_MIXED, a, b, ref);
+    kevo_verify_judge(&rq, a, b, ref, &r);
+    /* bad: [1] off, [500] NaN and [501] Inf where finite is expected, [9000] [9001] poison;
+     * NaN where NaN is expected [502] and the same Inf [503] match */
+    assert_int_equal(r.cmp.n_bad, 5);
+    assert_int_equal(r.cmp.first_bad, 1);
+    assert_int_equal(r.cmp.worst, 1);
+    assert_true(r.cmp.got == kevo_dt_load(KEVO_F32, a, 1));
+    assert_true(r.cmp.want == kevo_dt_load(KEVO_F32, ref, 1));
+    assert_int_equal(r.unw_a, 2);
+    assert_int_equal(r.unw_a_first, 9000);
+    assert_int_equal(r.unw_b, 1);
+    assert_int_equal(r.unw_b_first, 7000);
+    assert_int_equal(r.diff_first, 300);
+    assert_false(r.a_constant);
+    assert_true(r.ref_spread);
+    assert_false(r.cmp.pass);
+
+    jc_craft(KEVO_I8, n, JC_CONSTANT, a, b, ref);             /* constant where ref varies */
+    rq = jc_req(KEVO_I8, n);
+    kevo_verify_judge(&rq, a, b, ref, &r);
+    assert_true(r.a_constant && r.ref_spread);
+    assert_int_equal(r.diff_first, -1);
+    jc_craft(KEVO_BF16, n, JC_REF_FLAT, a, b, ref);           /* the reference is constant too */
+    rq = jc_req(KEVO_BF16, n);
+    kevo_verify_judge(&rq, a, b, ref, &r);
+    assert_true(r.a_constant);
+    assert_false(r.ref_spread);
+    assert_true(r.cmp.pass);
+    assert_int_equal(r.cmp.worst, 0);                         /* all equal: the first */
+    jc_craft(KEVO_F16, 3, JC_EXACT, a, b, ref);               /* small: hashed, never constant */
+    rq = jc_req(KEVO_F16, 3);
+    kevo_verify_judge(&rq, a, b, ref, &r);
+    assert_false(r.a_constant);
+    assert_int_equal(r.hash_a, r.hash_ref);
+    assert_int_equal(r.hash_a, kevo_verify_hash(ref, 6));
+    kevo_free(a);
+    kevo_free(b);
+    kevo_free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +744,10 @@ int main(void)
         cmocka_unit_test(test_unwritten_nondet),
         cmocka_unit_test(test_degenerate),
         cmocka_unit_test(test_unravel_hash),
+        cmocka_unit_test(test_gen_check),
+        cmocka_unit_test(test_seal),
+        cmocka_unit_test(test_judge_every_dtype),
+        cmocka_unit_test(test_judge_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
