@@ -11,7 +11,7 @@ OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BUILD)/gen \
            -DKEVO_CUDA_HOME=\"$(CUDA)\"
 LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp -lcrypto \
-           -ldl -lpthread -lm
+           -lsqlite3 -ldl -lpthread -lm
 
 SRCS    ?= $(wildcard src/*.c)
 OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
@@ -82,9 +82,12 @@ run: deps $(KEVO)
 gpu-test: $(KEVO) $(TBINS)
 	tools/gpu-test.sh $(KEVO)
 
-# benchmarks (not tests): programs under bench/, driven by tools/bench-gpu.sh on a GPU
+# benchmarks (not tests): programs under bench/, driven by tools/bench-gpu.sh on a GPU;
+# bench_archive needs no GPU, so make bench runs it (BENCH_ARCHIVE_N=0 skips it)
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(wildcard bench/*.c))
+BENCH_ARCHIVE_N ?= 100000
 bench: $(KEVO) $(BENCHES)
+	@if [ "$(BENCH_ARCHIVE_N)" != 0 ]; then $(BUILD)/bench/bench_archive $(BENCH_ARCHIVE_N); fi
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@

@@ -11,6 +11,7 @@ have_header jansson.h        || missing+=(libjansson-dev)
 have_header cmocka.h 2>/dev/null || { printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <cmocka.h>\n' | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing+=(libcmocka-dev); }
 have_header seccomp.h        || missing+=(libseccomp-dev)
 have_header openssl/evp.h    || missing+=(libssl-dev)
+have_header sqlite3.h        || missing+=(libsqlite3-dev)
 command -v ${CC:-cc} >/dev/null || missing+=(build-essential)
 cuda_ok=1
 [ -f "$CUDA/include/nvrtc.h" ] && [ -e "$CUDA/lib64/libnvrtc.so" ] || cuda_ok=0
