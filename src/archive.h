@@ -4,7 +4,8 @@
  * every evaluation result, and every LLM call. One SQLite database in WAL mode; every
  * write is its own transaction, committed before the function returns, so a kevo killed
  * with SIGKILL at any moment loses nothing it was told about and `kevo run --resume`
- * continues from the file.
+ * continues from the file (synchronous=NORMAL: a power cut may lose the last commits but
+ * never corrupts the file; KEVO_ARCHIVE_SYNC=full in the environment syncs every commit).
  *
  * Schema: versioned (PRAGMA user_version), migrated forward on open; a database from a
  * newer kevo is refused (KEVO_ERR_UNSUPPORTED) with a message naming both versions, and a
