@@ -7,6 +7,7 @@
  * `kevo check` exits 1 when a file does not parse or compile.
  */
 #include "kevo.h"
+#include "cli.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -16,8 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EXIT_FAILED 1
-#define EXIT_USAGE 2
 
 static const char usage_text[] =
     "usage: kevo COMMAND [ARGS]\n"
@@ -27,9 +26,14 @@ static const char usage_text[] =
     "                                    the files are candidates for TASK\n"
     "  eval TASK [CANDIDATE...]          verify and time the reference and the candidates\n"
     "       [--json] [--device N] [--backend cpu|cuda] [--trials N] [--holdout]\n"
-    "       [--no-timing] [--deadline SECONDS] [--time-cap SECONDS]\n"
+    "       [--no-timing] [--deadline SECONDS] [--time-cap SECONDS] [--dump DIR]\n"
     "  bench [TASK|DIR...] [--candidates DIR] [--baselines FILE] [--json]\n"
     "       [eval options]               evaluate a suite (default: tasks/) and score it\n"
+    "  run TASK [--budget N] [--time SECONDS] [--target F] [--gpus LIST] [--seed CAND]...\n"
+    "      [--resume ID] [--islands N] [--stagnation N] [--archive PATH] [--json]\n"
+    "      [eval options]                evolve faster candidates (docs/search.md)\n"
+    "  runs [ID] [--archive PATH] [--json]  the runs in the archive, or one run's report\n"
+    "  export ID --out DIR [--archive PATH]  the run's best kernel as standalone files\n"
     "  calibrate [--device N] [--backend cpu|cuda] [--force] [--json]\n"
     "                                    measure bandwidth and peaks of this device\n"
     "  version                           print the version\n"
@@ -45,7 +49,7 @@ static void log_stderr(enum kevo_log_level lvl, const char *msg, void *user)
     fprintf(stderr, "kevo: %s: %s\n", names[lvl], msg);
 }
 
-static int usage(const char *why)
+int cli_usage(const char *why)
 {
     if (why)
         fprintf(stderr, "kevo: %s\n\n", why);
@@ -54,7 +58,7 @@ static int usage(const char *why)
 }
 
 /* Parse a non-negative integer option value; -1 on error. */
-static long parse_count(const char *s)
+long cli_parse_count(const char *s)
 {
     char *end = NULL;
     long v;
@@ -66,7 +70,7 @@ static long parse_count(const char *s)
     return v;
 }
 
-static double parse_seconds(const char *s)
+double cli_parse_seconds(const char *s)
 {
     char *end = NULL;
     double v;
@@ -151,10 +155,10 @@ static int cmd_check(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--task") == 0) {
             if (++i >= argc)
-                return usage("--task needs a task file");
+                return cli_usage("--task needs a task file");
             task = argv[i];
         } else if (argv[i][0] == '-') {
-            return usage("unknown option for check");
+            return cli_usage("unknown option for check");
         }
     }
     for (int i = 0; i < argc; i++) {
@@ -166,25 +170,25 @@ static int cmd_check(int argc, char **argv)
         bad += check_path(argv[i], task, &n_files);
     }
     if (!n_paths)
-        return usage("check needs at least one file or directory");
+        return cli_usage("check needs at least one file or directory");
     printf("%d file(s) checked, %d failed\n", n_files, bad);
     return bad ? EXIT_FAILED : 0;
 }
 
 /* ---- eval: human-readable report ---- */
 
-static double num(json_t *o, const char *key)
+double cli_num(json_t *o, const char *key)
 {
     return json_number_value(json_object_get(o, key));
 }
 
-static const char *str(json_t *o, const char *key, const char *dflt)
+const char *cli_str(json_t *o, const char *key, const char *dflt)
 {
     const char *s = json_string_value(json_object_get(o, key));
     return s ? s : dflt;
 }
 
-static void fmt_time(char *out, size_t n, double s)
+void cli_fmt_time(char *out, size_t n, double s)
 {
     if (s <= 0)
         snprintf(out, n, "-");
@@ -225,23 +229,23 @@ static void print_workload(json_t *w, int with_speedup)
     char med[32];
     printf("    [");
     print_sizes(json_object_get(w, "sizes"));
-    printf("] %s", str(w, "verdict", "?"));
+    printf("] %s", cli_str(w, "verdict", "?"));
     if (json_is_object(t)) {
-        fmt_time(med, sizeof med, num(t, "median_s"));
-        printf("  %s +-%.1f%% (n=%lld%s%s)", med, 100 * num(t, "noise"),
+        cli_fmt_time(med, sizeof med, cli_num(t, "median_s"));
+        printf("  %s +-%.1f%% (n=%lld%s%s)", med, 100 * cli_num(t, "noise"),
                (long long)json_integer_value(json_object_get(t, "count")),
                json_is_true(json_object_get(t, "capped")) ? ", capped" : "",
                json_integer_value(json_object_get(t, "batch")) > 1 ? ", batched" : "");
-        printf("  %.1f GB/s  %.2f TFLOP/s  %.1f%% of SOL", num(w, "gbps"), num(w, "tflops"),
-               100 * num(w, "sol_fraction"));
+        printf("  %.1f GB/s  %.2f TFLOP/s  %.1f%% of SOL", cli_num(w, "gbps"), cli_num(w, "tflops"),
+               100 * cli_num(w, "sol_fraction"));
         json_t *rt = json_object_get(w, "ref_time");
-        if (with_speedup && num(w, "speedup") > 0) {
-            fmt_time(med, sizeof med, num(rt, "median_s"));
-            printf("  %.2fx vs ref (%s)", num(w, "speedup"), med);
+        if (with_speedup && cli_num(w, "speedup") > 0) {
+            cli_fmt_time(med, sizeof med, cli_num(rt, "median_s"));
+            printf("  %.2fx vs ref (%s)", cli_num(w, "speedup"), med);
         }
     }
     printf("\n");
-    if (strcmp(str(w, "verdict", "ok"), "ok") != 0)
+    if (strcmp(cli_str(w, "verdict", "ok"), "ok") != 0)
         print_evidence(json_object_get(w, "evidence"));
 }
 
@@ -254,7 +258,7 @@ static void print_resources(json_t *res)
         if (!json_integer_value(json_object_get(k, "regs")))
             continue;                    /* a CPU function: nothing to report */
         printf("    kernel %s: %lld regs, %lld B static smem, %lld B local/thread%s",
-               str(k, "kernel", "?"), (long long)json_integer_value(json_object_get(k, "regs")),
+               cli_str(k, "kernel", "?"), (long long)json_integer_value(json_object_get(k, "regs")),
                (long long)json_integer_value(json_object_get(k, "static_smem")),
                (long long)json_integer_value(json_object_get(k, "local_bytes")),
                json_integer_value(json_object_get(k, "local_bytes")) > 0 ? " (spills/stack)" : "");
@@ -270,16 +274,16 @@ static void print_result(const char *label, json_t *r, int with_speedup)
 {
     json_t *ws = json_object_get(r, "workloads"), *w;
     size_t i;
-    printf("%s: %s", label, str(r, "verdict", "?"));
+    printf("%s: %s", label, cli_str(r, "verdict", "?"));
     if (json_object_get(r, "message"))
-        printf(" -- %.300s", str(r, "message", ""));
+        printf(" -- %.300s", cli_str(r, "message", ""));
     printf("\n");
     if (with_speedup)
         print_resources(json_object_get(r, "resources"));
     json_array_foreach(ws, i, w) print_workload(w, with_speedup);
-    if (strcmp(str(r, "verdict", "ok"), "ok") != 0) {
+    if (strcmp(cli_str(r, "verdict", "ok"), "ok") != 0) {
         print_evidence(json_object_get(r, "evidence"));
-        const char *log = str(r, "compile_log", NULL);
+        const char *log = cli_str(r, "compile_log", NULL);
         if (log && *log)
             printf("      compile log:\n%.2000s\n", log);
     }
@@ -293,22 +297,22 @@ static void print_report(json_t *doc)
     json_t *c, *cal = json_object_get(doc, "calibration");
     size_t i;
     json_t *bw = json_object_get(cal, "bandwidth");
-    printf("task %s (%s backend", str(json_object_get(doc, "task"), "name", "?"),
-           str(doc, "backend", "?"));
+    printf("task %s (%s backend", cli_str(json_object_get(doc, "task"), "name", "?"),
+           cli_str(doc, "backend", "?"));
     json_t *dev = json_object_get(cal, "device");
     if (json_is_object(dev))
-        printf(", %s", str(dev, "name", "?"));
+        printf(", %s", cli_str(dev, "name", "?"));
     if (json_is_object(bw))
-        printf(", %.0f GB/s measured", num(bw, "best_bytes_per_s") / 1e9);
+        printf(", %.0f GB/s measured", cli_num(bw, "best_bytes_per_s") / 1e9);
     printf(")\n");
     print_result("reference", json_object_get(doc, "reference"), 0);
     json_array_foreach(json_object_get(doc, "candidates"), i, c)
-        print_result(str(c, "path", "?"), c, 1);
+        print_result(cli_str(c, "path", "?"), c, 1);
 }
 
 /* One option shared by eval and bench at argv[*i]: 1 consumed (and *i advanced past its
  * value), 0 not an eval option, -1 bad usage (already reported). */
-static int eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
+int cli_eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
 {
     const char *a = argv[*i];
     const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -322,22 +326,22 @@ static int eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
         return 1;
     }
     if (strcmp(a, "--device") == 0) {
-        long d = parse_count(v);
+        long d = cli_parse_count(v);
         if (d < 0 || d > 1024)
-            return usage("--device needs a device number"), -1;
+            return cli_usage("--device needs a device number"), -1;
         o->device = (int)d;
     } else if (strcmp(a, "--trials") == 0) {
-        long t = parse_count(v);
+        long t = cli_parse_count(v);
         if (t < 3 || t > 100)
-            return usage("--trials needs a number from 3 to 100"), -1;
+            return cli_usage("--trials needs a number from 3 to 100"), -1;
         o->trials = (int)t;
     } else if (strcmp(a, "--backend") == 0) {
         if (parse_backend(v, &o->backend))
-            return usage("--backend is cpu or cuda"), -1;
+            return cli_usage("--backend is cpu or cuda"), -1;
     } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--time-cap") == 0) {
-        double sec = parse_seconds(v);
+        double sec = cli_parse_seconds(v);
         if (sec <= 0)
-            return usage("--deadline/--time-cap need a number of seconds"), -1;
+            return cli_usage("--deadline/--time-cap need a number of seconds"), -1;
         if (a[2] == 'd')
             o->deadline_s = sec;
         else
@@ -362,16 +366,20 @@ static int cmd_eval(int argc, char **argv)
         return EXIT_FAILED;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        int r = eval_option(argc, argv, &i, &o);
+        int r = cli_eval_option(argc, argv, &i, &o);
         if (r < 0)
             return free(cands), EXIT_USAGE;
         if (r > 0)
             continue;
         if (strcmp(a, "--json") == 0) {
             as_json = 1;
+        } else if (strcmp(a, "--dump") == 0) {
+            if (i + 1 >= argc)
+                return free(cands), cli_usage("--dump needs a directory");
+            o.dump_dir = argv[++i];
         } else if (a[0] == '-') {
             fprintf(stderr, "kevo: unknown option '%s'\n", a);
-            return free(cands), usage(NULL);
+            return free(cands), cli_usage(NULL);
         } else if (!task) {
             task = a;
         } else {
@@ -379,7 +387,7 @@ static int cmd_eval(int argc, char **argv)
         }
     }
     if (!task)
-        return free(cands), usage("eval needs a task file");
+        return free(cands), cli_usage("eval needs a task file");
     enum kevo_status st = kevo_eval_json(task, cands, n_cands, &o, &json, &msg);
     if (st != KEVO_OK) {
         fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
@@ -421,7 +429,7 @@ static void print_fast(json_t *sc, const char *key, const char *label)
     json_t *f = json_object_get(sc, key);
     if (f)
         printf("fast_p vs %-10s p=1: %.2f  p=1.5: %.2f  p=2: %.2f\n", label,
-               num(f, "1"), num(f, "1.5"), num(f, "2"));
+               cli_num(f, "1"), cli_num(f, "1.5"), cli_num(f, "2"));
 }
 
 static void print_bench(json_t *doc)
@@ -434,23 +442,23 @@ static void print_bench(json_t *doc)
     json_array_foreach(json_object_get(doc, "tasks"), i, e) {
         json_t *w0 = json_array_get(json_object_get(e, "workloads"), 0);
         char t[32] = "-", r[16], ea[16], co[16];
-        if (w0 && num(w0, "time_s") > 0)
-            fmt_time(t, sizeof t, num(w0, "time_s"));
+        if (w0 && cli_num(w0, "time_s") > 0)
+            cli_fmt_time(t, sizeof t, cli_num(w0, "time_s"));
         fmt_ratio(r, sizeof r, e, "speedup");
         fmt_ratio(ea, sizeof ea, e, "speedup_eager");
         fmt_ratio(co, sizeof co, e, "speedup_compile");
-        printf("%-32s %-10s %11s %5.1f%% %8s %8s %8s  %s\n", str(e, "task", "?"),
-               str(e, "verdict", "?"), t, 100 * num(e, "sol_fraction"), r, ea, co,
-               str(e, "subject", "?"));
-        if (strcmp(str(e, "verdict", "?"), "ok") != 0)
-            printf("    %s\n", str(e, "message", ""));
+        printf("%-32s %-10s %11s %5.1f%% %8s %8s %8s  %s\n", cli_str(e, "task", "?"),
+               cli_str(e, "verdict", "?"), t, 100 * cli_num(e, "sol_fraction"), r, ea, co,
+               cli_str(e, "subject", "?"));
+        if (strcmp(cli_str(e, "verdict", "?"), "ok") != 0)
+            printf("    %s\n", cli_str(e, "message", ""));
     }
     printf("\n%d tasks, %d ok (correctness %.2f); geomean fraction of SOL %.3f",
-           (int)num(sc, "tasks"), (int)num(sc, "ok"), num(sc, "correctness"),
-           num(sc, "geomean_sol_fraction"));
+           (int)cli_num(sc, "tasks"), (int)cli_num(sc, "ok"), cli_num(sc, "correctness"),
+           cli_num(sc, "geomean_sol_fraction"));
     if (json_object_get(sc, "mean_sol_score"))
-        printf("; SOL score %.3f (base: %s)", num(sc, "mean_sol_score"),
-               str(sc, "sol_score_base", "?"));
+        printf("; SOL score %.3f (base: %s)", cli_num(sc, "mean_sol_score"),
+               cli_str(sc, "sol_score_base", "?"));
     printf("\n(time and %%SOL: the first workload; speedups: geometric means over workloads)\n");
     print_fast(sc, "fast_p_vs_reference", "reference");
     print_fast(sc, "fast_p_vs_eager", "eager");
@@ -469,7 +477,7 @@ static int cmd_bench(int argc, char **argv)
         return EXIT_FAILED;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        int r = eval_option(argc, argv, &i, &o.eval);
+        int r = cli_eval_option(argc, argv, &i, &o.eval);
         if (r < 0)
             return free(paths), EXIT_USAGE;
         if (r > 0)
@@ -478,11 +486,11 @@ static int cmd_bench(int argc, char **argv)
             as_json = 1;
         } else if (strcmp(a, "--candidates") == 0 || strcmp(a, "--baselines") == 0) {
             if (i + 1 >= argc)
-                return free(paths), usage("--candidates/--baselines need a path");
+                return free(paths), cli_usage("--candidates/--baselines need a path");
             *(a[2] == 'c' ? &o.cand_dir : &o.baselines) = argv[++i];
         } else if (a[0] == '-') {
             fprintf(stderr, "kevo: unknown option '%s'\n", a);
-            return free(paths), usage(NULL);
+            return free(paths), cli_usage(NULL);
         } else {
             paths[n++] = a;
         }
@@ -522,17 +530,17 @@ static int cmd_calibrate(int argc, char **argv)
         } else if (strcmp(argv[i], "--json") == 0) {
             as_json = 1;
         } else if (strcmp(argv[i], "--device") == 0) {
-            long d = parse_count(v);
+            long d = cli_parse_count(v);
             if (d < 0 || d > 1024)
-                return usage("--device needs a device number");
+                return cli_usage("--device needs a device number");
             device = (int)d;
             i++;
         } else if (strcmp(argv[i], "--backend") == 0) {
             if (parse_backend(v, &b))
-                return usage("--backend is cpu or cuda");
+                return cli_usage("--backend is cpu or cuda");
             i++;
         } else {
-            return usage("unknown option for calibrate");
+            return cli_usage("unknown option for calibrate");
         }
     }
     if (b == KEVO_BACKEND_AUTO)
@@ -550,9 +558,9 @@ static int cmd_calibrate(int argc, char **argv)
         json_t *pk = json_object_get(c, "peaks"), *d = json_object_get(c, "device");
         const char *k;
         json_t *v;
-        printf("device: %s (%s, %lld %s)%s\n", str(d, "name", "?"), str(d, "arch", "?"),
+        printf("device: %s (%s, %lld %s)%s\n", cli_str(d, "name", "?"), cli_str(d, "arch", "?"),
                (long long)json_integer_value(json_object_get(d, "sms")),
-               strncmp(str(d, "arch", ""), "sm_", 3) == 0 ? "SMs" : "cores",
+               strncmp(cli_str(d, "arch", ""), "sm_", 3) == 0 ? "SMs" : "cores",
                json_is_true(json_object_get(c, "cached")) ? " [cached]" : "");
         json_object_foreach(bw, k, v) {
             size_t kl = strlen(k);
@@ -563,10 +571,10 @@ static int cmd_calibrate(int argc, char **argv)
         json_object_foreach(pk, k, v) {
             if (json_is_object(v))
                 printf("  peak %-6s measured %8.2f TFLOP/s  spec %8.2f  used %8.2f\n", k,
-                       num(v, "measured_flops_per_s") / 1e12, num(v, "spec_flops_per_s") / 1e12,
-                       num(v, "used_flops_per_s") / 1e12);
+                       cli_num(v, "measured_flops_per_s") / 1e12, cli_num(v, "spec_flops_per_s") / 1e12,
+                       cli_num(v, "used_flops_per_s") / 1e12);
         }
-        printf("  launch floor %.2f us\n", num(c, "launch_floor_s") * 1e6);
+        printf("  launch floor %.2f us\n", cli_num(c, "launch_floor_s") * 1e6);
         json_decref(c);
     }
     kevo_free(json);
@@ -580,12 +588,18 @@ int main(int argc, char **argv)
     verbose = getenv("KEVO_VERBOSE") != NULL;
     kevo_log_set(log_stderr, NULL, verbose ? KEVO_LOG_DEBUG : KEVO_LOG_WARN);
     if (argc < 2)
-        return usage(NULL);
+        return cli_usage(NULL);
     const char *cmd = argv[1];
     if (strcmp(cmd, "check") == 0)
         return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0)
         return cmd_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return cli_cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "runs") == 0)
+        return cli_cmd_runs(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0)
+        return cli_cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "calibrate") == 0)
@@ -599,5 +613,5 @@ int main(int argc, char **argv)
         return 0;
     }
     fprintf(stderr, "kevo: unknown command '%s'\n", cmd);
-    return usage(NULL);
+    return cli_usage(NULL);
 }

@@ -352,7 +352,8 @@ static enum kevo_status genome_of(struct runctx *r, int64_t id, const struct kev
     struct cached_genome *slot = &r->cache[r->cache_next];
     kevo_genome_clear(&slot->g);
     slot->id = 0;
-    snprintf(path, sizeof path, "cand%lld", (long long)id);
+    snprintf(path, sizeof path, "run%lld/cand%lld%s", (long long)r->run, (long long)id,
+             r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
     if (!st)
         st = kevo_genome_from_text(r->task, path, text, len, &slot->g, &pmsg);
     if (!st) {
@@ -633,8 +634,8 @@ static enum kevo_status fill(struct runctx *r)
            r->n_done + r->inflight < r->budget) {
         struct job *j = NULL;
         enum kevo_status st = propose(r, &j);
-        if (st == KEVO_ERR_NOTFOUND) {
-            r->exhausted = 1;
+        if (st == KEVO_ERR_NOTFOUND) {   /* nothing new now; results in flight may change that */
+            r->exhausted = r->inflight == 0;
             break;
         }
         if (st)

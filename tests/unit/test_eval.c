@@ -112,6 +112,16 @@ static int k_axpy(ARGS)
     return 0;
 }
 
+/* Writes garbage wherever it finds its output already written (not the NaN poison): a
+ * batch whose passes saw the previous pass's output would end in garbage. */
+static int k_batch_skip(ARGS)
+{
+    AXPY_VARS;
+    for (int64_t i = 0; i < N; i++)
+        z[i] = z[i] == z[i] ? x[i] - y[i] : al * x[i] + y[i];
+    return 0;
+}
+
 static int k_partial(ARGS)
 {
     AXPY_VARS;
@@ -314,6 +324,7 @@ static int fx_setup(void **state)
     fake_register(&x->f, "const1000", k_const1000, NULL, 0);
     fake_register(&x->f, "const5", k_const5, NULL, 0);
     fake_register(&x->f, "too_fast", k_axpy, NULL, 1e-12);
+    fake_register(&x->f, "batch_skip", k_batch_skip, NULL, 1e-6);
     x->req.task_path = "axpy.cu";
     x->req.task_text = TASK_AXPY;
     x->req.cand_path = "cand.cu";
@@ -640,6 +651,20 @@ static void test_implausible(void **state)
     assert_verdict(r, "ok");
 }
 
+/* Every pass of a timed batch starts from poison, so a kernel cannot notice the
+ * previous pass's output (and the fills' time is taken out of the batch's). */
+static void test_batch_passes_start_from_poison(void **state)
+{
+    struct fx *x = *state;
+    x->req.cand_text = cand("batch_skip");
+    x->req.timing = 1;
+    json_t *r = run(x, KEVO_OK);
+    assert_verdict(r, "ok");
+    json_t *t = json_object_get(json_array_get(json_object_get(r, "workloads"), 0), "time");
+    assert_true(json_integer_value(json_object_get(t, "batch")) > 1);
+    assert_near(json_real_value(json_object_get(t, "median_s")), 1e-6, 1e-9);
+}
+
 static void test_compile_and_parse_errors(void **state)
 {
     struct fx *x = *state;
@@ -850,6 +875,7 @@ int main(void)
         T(test_launch_errors),
         T(test_crash_timeout),
         T(test_implausible),
+        T(test_batch_passes_start_from_poison),
         T(test_compile_and_parse_errors),
         T(test_holdout),
         T(test_params_and_cache),

@@ -1,0 +1,339 @@
+/*
+ * run_cmd - `kevo run`, `kevo runs` and `kevo export` (docs/cli.md, docs/search.md). The
+ * search itself is kevo_run in the library; this file parses options, shows progress (a
+ * live status line on a terminal, plain lines otherwise, the events as JSON lines with
+ * --json) and stops the run cleanly on the first Ctrl-C (a second one kills kevo).
+ */
+#include "cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_GPUS 64
+
+static volatile int stop_flag;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (stop_flag)
+        _exit(130);
+    stop_flag = 1;
+}
+
+struct show {
+    int json, tty, status_shown;
+};
+
+static void clear_status(struct show *s)
+{
+    if (s->status_shown) {
+        fputs("\r\033[K", stderr);
+        s->status_shown = 0;
+    }
+}
+
+static void show_status(struct show *s, json_t *e)
+{
+    char best[32] = "-";
+    double el = cli_num(e, "elapsed_s"), eta = cli_num(e, "eta_s");
+    if (json_is_number(json_object_get(e, "best_s")))
+        cli_fmt_time(best, sizeof best, cli_num(e, "best_s"));
+    fprintf(stderr, "\r\033[K[run %d] %d/%d evaluations, %.0f%% valid, best %s (%.0f%% of SOL",
+            (int)cli_num(e, "run"), (int)cli_num(e, "evaluations"), (int)cli_num(e, "budget"),
+            100 * cli_num(e, "valid"), best, 100 * cli_num(e, "best_sol"));
+    if (json_is_number(json_object_get(e, "speedup")))
+        fprintf(stderr, ", %.2fx the reference", cli_num(e, "speedup"));
+    fprintf(stderr, "), %d:%02d elapsed", (int)el / 60, (int)el % 60);
+    if (eta > 0)
+        fprintf(stderr, ", ETA %d:%02d", (int)eta / 60, (int)eta % 60);
+    fflush(stderr);
+    s->status_shown = 1;
+}
+
+static void show_eval(struct show *s, json_t *e)
+{
+    char t[32] = "";
+    const char *v = cli_str(e, "verdict", "?");
+    if (strcmp(v, "ok") == 0)
+        cli_fmt_time(t, sizeof t, cli_num(e, "score_s"));
+    clear_status(s);
+    printf("cand %d (%s): %s %s", (int)cli_num(e, "id"), cli_str(e, "op", "?"), v, t);
+    if (strcmp(v, "ok") == 0)
+        printf("  %.0f%% of SOL  %.2fx ref", 100 * cli_num(e, "sol_fraction"),
+               cli_num(e, "speedup"));
+    if (json_is_true(json_object_get(e, "best")))
+        printf("  [new best]");
+    if (strcmp(v, "ok") != 0)
+        printf("  %.160s", cli_str(e, "message", ""));
+    printf("\n");
+    fflush(stdout);
+}
+
+static void on_event(void *user, const char *text)
+{
+    struct show *s = user;
+    json_t *e;
+    const char *kind;
+
+    if (s->json) {
+        printf("%s\n", text);
+        fflush(stdout);
+        return;
+    }
+    e = json_loads(text, 0, NULL);
+    kind = cli_str(e, "event", "");
+    if (strcmp(kind, "status") == 0 && s->tty)
+        show_status(s, e);
+    else if (strcmp(kind, "eval") == 0)
+        show_eval(s, e);
+    else if (strcmp(kind, "start") == 0)
+        printf("run %d: %s on %s, budget %d evaluations, %d worker%s%s\n", (int)cli_num(e, "run"),
+               cli_str(e, "task", "?"), cli_str(e, "backend", "?"), (int)cli_num(e, "budget"),
+               (int)cli_num(e, "workers"), cli_num(e, "workers") == 1 ? "" : "s",
+               json_is_true(json_object_get(e, "resumed")) ? " (resumed)" : "");
+    else if (strcmp(kind, "holdout") == 0) {
+        clear_status(s);
+        printf("held-out gate: cand %d %s\n", (int)cli_num(e, "id"), cli_str(e, "verdict", "?"));
+    }
+    json_decref(e);
+}
+
+static void print_summary(const char *report, int64_t id)
+{
+    json_t *r = json_loads(report, 0, NULL), *b = json_object_get(r, "best");
+    json_t *fin = json_object_get(r, "final");
+    char t[32] = "-";
+
+    if (json_is_object(b))
+        cli_fmt_time(t, sizeof t, cli_num(b, "score_s"));
+    printf("\nrun %lld: stopped by %s after %d evaluations (%d ok)\n", (long long)id,
+           cli_str(r, "reason", "?"), (int)cli_num(r, "evaluations"), (int)cli_num(r, "ok"));
+    if (json_is_object(b))
+        printf("best: cand %d (%s) %s, %.0f%% of SOL, %.2fx the reference\n",
+               (int)cli_num(b, "id"), cli_str(b, "op", "?"), t, 100 * cli_num(b, "sol_fraction"),
+               cli_num(b, "speedup"));
+    if (json_is_object(fin))
+        printf("held-out gate: cand %d passed (%s)\n", (int)cli_num(fin, "id"),
+               cli_str(fin, "holdout", "?"));
+    else if (json_object_get(r, "final"))
+        printf("held-out gate: no candidate passed\n");
+    printf("details: kevo runs %lld    export: kevo export %lld --out DIR\n", (long long)id,
+           (long long)id);
+    json_decref(r);
+}
+
+/* "0,1,3" -> devices */
+static int parse_gpus(const char *s, int *out, int cap)
+{
+    int n = 0;
+    char *end;
+    while (s && *s && n < cap) {
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > 1024 || (*end && *end != ','))
+            return -1;
+        out[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return n > 0 ? n : -1;
+}
+
+/* Options of run besides the eval ones: 1 consumed, 0 not one, -1 bad usage. */
+static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, int *gpus,
+                      const char **seeds, int *json)
+{
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    long n;
+    double d;
+
+    if (strcmp(a, "--json") == 0)
+        return *json = 1, 1;
+    if (!v)
+        return 0;
+    if (strcmp(a, "--budget") == 0 || strcmp(a, "--stagnation") == 0 ||
+        strcmp(a, "--resume") == 0 || strcmp(a, "--islands") == 0 ||
+        strcmp(a, "--rng-seed") == 0) {
+        if ((n = cli_parse_count(v)) <= 0)
+            return cli_usage("--budget/--stagnation/--resume/--islands/--rng-seed need a "
+                             "positive number"), -1;
+        if (a[2] == 'b')
+            o->budget = n;
+        else if (a[2] == 's')
+            o->stagnation = n;
+        else if (a[2] == 'i')
+            o->n_islands = (int)(n > 16 ? 17 : n);
+        else if (a[3] == 'e')
+            o->resume = n;
+        else
+            o->rng_seed = (uint64_t)n;
+    } else if (strcmp(a, "--time") == 0 || strcmp(a, "--target") == 0) {
+        if ((d = cli_parse_seconds(v)) <= 0)
+            return cli_usage("--time needs seconds, --target a fraction of SOL"), -1;
+        *(a[3] == 'i' ? &o->time_s : &o->target) = d;
+    } else if (strcmp(a, "--gpus") == 0) {
+        if ((o->n_gpus = parse_gpus(v, gpus, MAX_GPUS)) < 0)
+            return cli_usage("--gpus needs a list of device numbers, e.g. 0,1"), -1;
+        o->gpus = gpus;
+    } else if (strcmp(a, "--seed") == 0) {
+        seeds[o->n_seeds++] = v;
+    } else if (strcmp(a, "--archive") == 0) {
+        o->archive = v;
+    } else {
+        return 0;
+    }
+    (*i)++;
+    return 1;
+}
+
+int cli_cmd_run(int argc, char **argv)
+{
+    struct kevo_run_opts o;
+    struct show sh = { 0, isatty(2), 0 };
+    int gpus[MAX_GPUS], rc = 0;
+    const char **seeds = calloc((size_t)argc + 1, sizeof *seeds), *task = NULL;
+    char *json = NULL, *msg = NULL;
+    int64_t id = 0;
+
+    if (!seeds)
+        return EXIT_FAILED;
+    kevo_run_opts_default(&o);
+    o.seeds = seeds;
+    for (int i = 0; i < argc; i++) {
+        int r = cli_eval_option(argc, argv, &i, &o.eval);
+        if (r == 0)
+            r = run_option(argc, argv, &i, &o, gpus, seeds, &sh.json);
+        if (r < 0)
+            return free(seeds), EXIT_USAGE;
+        if (r > 0)
+            continue;
+        if (argv[i][0] == '-' || task) {
+            fprintf(stderr, "kevo: unexpected '%s'\n", argv[i]);
+            return free(seeds), cli_usage(NULL);
+        }
+        task = argv[i];
+    }
+    if (!task && !o.resume)
+        return free(seeds), cli_usage("run needs a task file (or --resume ID)");
+    signal(SIGINT, on_sigint);
+    enum kevo_status st = kevo_run(task, &o, on_event, &sh, &stop_flag, &id, &json, &msg);
+    clear_status(&sh);
+    if (st) {
+        fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
+        if (id)
+            fprintf(stderr, "kevo: run %lld is in the archive; kevo run --resume %lld goes on\n",
+                    (long long)id, (long long)id);
+        rc = EXIT_FAILED;
+    } else if (!sh.json) {
+        print_summary(json, id);
+    }
+    kevo_free(json);
+    kevo_free(msg);
+    free(seeds);
+    return rc;
+}
+
+static void print_runs(json_t *doc)
+{
+    size_t i;
+    json_t *r;
+    printf("archive: %s\n%5s  %-28s %-8s %6s %6s %6s  %s\n", cli_str(doc, "archive", "?"), "id",
+           "task", "status", "cands", "ok", "best", "path");
+    json_array_foreach(json_object_get(doc, "runs"), i, r) {
+        char t[32] = "-";
+        if (cli_num(r, "best_score") > 0)
+            cli_fmt_time(t, sizeof t, cli_num(r, "best_score"));
+        printf("%5d  %-28s %-8s %6d %6d %10s  %s\n", (int)cli_num(r, "id"), cli_str(r, "task", "?"),
+               cli_str(r, "status", "?"), (int)cli_num(r, "n_candidates"), (int)cli_num(r, "n_ok"),
+               t, cli_str(r, "path", ""));
+    }
+}
+
+static void print_run(json_t *r)
+{
+    size_t i;
+    json_t *e, *ops = json_object_get(r, "operators");
+    const char *k;
+    printf("run %d: %s (%s), %s; %d candidates, %d evaluated, %d ok\n", (int)cli_num(r, "id"),
+           cli_str(r, "task", "?"), cli_str(r, "path", "?"), cli_str(r, "status", "?"),
+           (int)cli_num(r, "candidates"), (int)cli_num(r, "evaluated"), (int)cli_num(r, "ok"));
+    json_t *rep = json_object_get(r, "report");
+    if (json_is_object(rep))
+        printf("stopped by: %s\n", cli_str(rep, "reason", "?"));
+    printf("lineage of the best (newest first):\n");
+    json_array_foreach(json_object_get(r, "lineage_of_best"), i, e) {
+        char t[32] = "-", *p = json_dumps(json_object_get(e, "params"), JSON_COMPACT);
+        char *f = json_dumps(json_object_get(e, "flags"), JSON_COMPACT);
+        if (cli_num(e, "score_s") > 0)
+            cli_fmt_time(t, sizeof t, cli_num(e, "score_s"));
+        printf("  cand %-6d %-10s %-10s %12s  params %s flags %s\n", (int)cli_num(e, "id"),
+               cli_str(e, "op", "?"), cli_str(e, "verdict", "?"), t, p ? p : "{}", f ? f : "[]");
+        free(p);
+        free(f);
+    }
+    printf("operators:\n");
+    json_object_foreach(ops, k, e)
+        printf("  %-10s proposed %4d  done %4d  ok %4d  improved %4d\n", k,
+               (int)cli_num(e, "proposed"), (int)cli_num(e, "done"), (int)cli_num(e, "ok"),
+               (int)cli_num(e, "improved"));
+}
+
+int cli_cmd_runs(int argc, char **argv)
+{
+    const char *archive = NULL;
+    int as_json = 0;
+    long id = 0;
+    char *json = NULL, *msg = NULL;
+
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = 1;
+        else if (strcmp(argv[i], "--archive") == 0 && i + 1 < argc)
+            archive = argv[++i];
+        else if ((id = cli_parse_count(argv[i])) <= 0)
+            return cli_usage("runs takes a run id");
+    }
+    enum kevo_status st = kevo_runs_json(archive, id, &json, &msg);
+    if (st) {
+        fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
+    } else if (as_json) {
+        printf("%s\n", json);
+    } else {
+        json_t *doc = json_loads(json, 0, NULL);
+        if (id)
+            print_run(doc);
+        else
+            print_runs(doc);
+        json_decref(doc);
+    }
+    kevo_free(json);
+    kevo_free(msg);
+    return st ? EXIT_FAILED : 0;
+}
+
+int cli_cmd_export(int argc, char **argv)
+{
+    const char *archive = NULL, *dir = NULL;
+    long id = 0;
+    char *msg = NULL;
+
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--archive") == 0 && i + 1 < argc)
+            archive = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if ((id = cli_parse_count(argv[i])) <= 0)
+            return cli_usage("export takes a run id and --out DIR");
+    }
+    if (!id || !dir)
+        return cli_usage("export takes a run id and --out DIR");
+    enum kevo_status st = kevo_export(archive, id, dir, &msg);
+    if (st)
+        fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
+    else
+        printf("%s", msg ? msg : "");
+    kevo_free(msg);
+    return st ? EXIT_FAILED : 0;
+}
