@@ -9,7 +9,7 @@ mkdir -p "$out"
 export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-bench-cache}
 hdr() { echo "# $1"; echo "# device: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader)"; echo "# date: $(date -u +%FT%TZ)"; echo "# command: $2"; }
 
-c="$build/bench/bench_compile examples/softmax_rows_fast.cu softmax_fast 30"
+c="$build/bench/bench_compile examples/seeds/softmax_rows.cu softmax_fast 30"
 { hdr "compile + load" "$c"; $c; } > "$out/compile.txt" 2>&1; cat "$out/compile.txt"
 
 c="$kevo calibrate --force --json"
@@ -46,7 +46,7 @@ done
 rm -f "$out/ev.json"
 grep -E "^wall|wall_s|req|vs ref" "$out/eval_wall.txt" | head -40
 
-c="$kevo eval --json tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu"
+c="$kevo eval --json tasks/level1/softmax_rows.cu examples/seeds/softmax_rows.cu"
 { hdr "repeatability: the same kernel measured in 5 separate runs" "$c"
   for i in 1 2 3 4 5; do $c > "$out/rep_$i.json" 2>/dev/null; done
   python3 - "$out" <<'PY'
