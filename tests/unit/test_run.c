@@ -1,0 +1,290 @@
+/*
+ * test_run - `kevo run` end to end on the CPU backend (src/run.c, docs/search.md): the
+ * search finds the known best configuration of tests/search/landscape.c with fewer
+ * evaluations than an exhaustive sweep; islands and the elites grid are populated; each
+ * budget stops the run; a run killed with SIGKILL resumes without losing or re-evaluating
+ * anything; `kevo runs` reports it; `kevo export` writes files whose test passes.
+ * Needs KEVO_BIN (make test sets it): the workers are that binary.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "archive.h"
+#include "kevo.h"
+
+#include <jansson.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TASK "tests/search/landscape.c"
+#define SEED "tests/search/landscape_seed.c"
+#define EXHAUSTIVE 36                      /* 6 x 6 values of A and B */
+
+static char dir[256];
+static const char *kevo_bin;
+
+static int setup(void **state)
+{
+    (void)state;
+    kevo_bin = getenv("KEVO_BIN");
+    if (!kevo_bin)
+        return 0;
+    snprintf(dir, sizeof dir, "/tmp/kevo-test-run-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    setenv("KEVO_WORKER_EXE", kevo_bin, 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[512];
+    (void)state;
+    if (kevo_bin) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Options for a short run on the landscape task into archive `name` under dir. */
+static void opts(struct kevo_run_opts *o, char *archive, size_t n, const char *name)
+{
+    static const char *seeds[] = { SEED };
+    kevo_run_opts_default(o);
+    snprintf(archive, n, "%s/%s", dir, name);
+    o->archive = archive;
+    o->eval.backend = KEVO_BACKEND_CPU;
+    o->eval.time_cap_s = 0.05;
+    o->n_seeds = 1;
+    o->seeds = seeds;
+}
+
+static json_t *run(const struct kevo_run_opts *o, int64_t *id)
+{
+    char *out = NULL, *msg = NULL;
+    enum kevo_status st = kevo_run(TASK, o, NULL, NULL, NULL, id, &out, &msg);
+    if (st)
+        fail_msg("kevo_run: %s", msg ? msg : kevo_status_name(st));
+    json_t *r = json_loads(out, 0, NULL);
+    assert_non_null(r);
+    kevo_free(out);
+    kevo_free(msg);
+    return r;
+}
+
+static const char *reason(json_t *r) { return json_string_value(json_object_get(r, "reason")); }
+
+static void test_finds_the_best_with_fewer_evaluations(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512];
+    int64_t id = 0;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    opts(&o, archive, sizeof archive, "best.db");
+    o.budget = 30;
+    json_t *r = run(&o, &id);
+    json_t *best = json_object_get(r, "best"), *p = json_object_get(best, "params");
+    print_message("[ run      ] %s after %d evaluations: best A=%d B=%d\n", reason(r),
+                  (int)json_integer_value(json_object_get(r, "evaluations")),
+                  (int)json_integer_value(json_object_get(p, "A")),
+                  (int)json_integer_value(json_object_get(p, "B")));
+    assert_int_equal(json_integer_value(json_object_get(p, "A")), 4);
+    assert_int_equal(json_integer_value(json_object_get(p, "B")), 2);
+    assert_true(json_integer_value(json_object_get(r, "evaluations")) < EXHAUSTIVE);
+    /* islands and the elites grid: both islands hold elites (island 1 by migration) */
+    json_t *isl = json_object_get(r, "islands");
+    assert_int_equal(json_array_size(isl), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_true(json_integer_value(json_object_get(json_array_get(isl, i), "occupied_cells")) >= 1);
+    /* the held-out gate passed the winner */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "final"), "holdout")),
+                        "ok");
+    /* runs report: lineage back to the seed, operator statistics */
+    char *js = NULL, *msg = NULL;
+    assert_int_equal(kevo_runs_json(archive, id, &js, &msg), KEVO_OK);
+    json_t *doc = json_loads(js, 0, NULL);
+    json_t *lin = json_object_get(doc, "lineage_of_best");
+    assert_true(json_array_size(lin) >= 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(lin, json_array_size(lin) - 1),
+                                                          "op")), "seed");
+    assert_non_null(json_object_get(json_object_get(doc, "operators"), "seed"));
+    json_decref(doc);
+    kevo_free(js);
+    /* export: the files build and their test passes against the reference */
+    char out[600], cmd[1400];
+    snprintf(out, sizeof out, "%s/export", dir);
+    assert_int_equal(kevo_export(archive, id, out, &msg), KEVO_OK);
+    kevo_free(msg);
+    snprintf(cmd, sizeof cmd, "make -s -C '%s' test > '%s/make.log' 2>&1", out, dir);
+    if (system(cmd) != 0) {
+        snprintf(cmd, sizeof cmd, "cat '%s/make.log'", dir);
+        if (system(cmd)) {
+        }
+        fail_msg("the exported test failed");
+    }
+    json_decref(r);
+}
+
+static void test_budgets(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512];
+    int64_t id;
+    json_t *r;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    opts(&o, archive, sizeof archive, "budgets.db");
+    o.budget = 5;
+    r = run(&o, &id);
+    assert_string_equal(reason(r), "budget");
+    assert_int_equal(json_integer_value(json_object_get(r, "evaluations")), 5);
+    json_decref(r);
+    opts(&o, archive, sizeof archive, "budgets.db");
+    o.target = 1e-9;               /* any ok candidate meets it */
+    r = run(&o, &id);
+    assert_string_equal(reason(r), "target");
+    assert_true(json_integer_value(json_object_get(r, "evaluations")) <= 3);
+    json_decref(r);
+    opts(&o, archive, sizeof archive, "budgets.db");
+    o.stagnation = 2;
+    o.budget = 40;
+    r = run(&o, &id);
+    assert_true(strcmp(reason(r), "stagnation") == 0);
+    assert_true(json_integer_value(json_object_get(r, "evaluations")) < 40);
+    json_decref(r);
+    opts(&o, archive, sizeof archive, "budgets.db");
+    o.time_s = 2.0;
+    o.budget = 1000;
+    o.stagnation = 1000;
+    time_t t0 = time(NULL);
+    r = run(&o, &id);
+    assert_string_equal(reason(r), "time");
+    assert_true(time(NULL) - t0 < 20);   /* setup, the last evaluation and the gate */
+    json_decref(r);
+}
+
+/* Evaluations stored per candidate of run 1 in db: every done candidate exactly one. */
+static void check_once(const char *db, int64_t *n_done)
+{
+    sqlite3 *s = NULL;
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(s, "SELECT c.id, (SELECT count(*) FROM evaluations e "
+                                           "WHERE e.cand_id = c.id AND e.kind = 'verify') "
+                                           "FROM candidates c WHERE c.state = 'done'",
+                                        -1, &q, NULL), SQLITE_OK);
+    *n_done = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (sqlite3_column_int64(q, 1) != 1)
+            fail_msg("candidate %lld was evaluated %lld times", (long long)sqlite3_column_int64(q, 0),
+                     (long long)sqlite3_column_int64(q, 1));
+        (*n_done)++;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(s);
+}
+
+static void test_resume_after_sigkill(void **state)
+{
+    char db[512], budget[16] = "30";
+    int64_t done_before = 0, done_after = 0, n, nd = 0, nok;
+    struct kevo_archive *a = NULL;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    snprintf(db, sizeof db, "%s/kill.db", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(kevo_bin, kevo_bin, "run", TASK, "--seed", SEED, "--backend", "cpu", "--budget",
+              budget, "--time-cap", "0.05", "--archive", db, (char *)NULL);
+        _exit(127);
+    }
+    /* wait for a few verdicts, then kill it (and with it, its workers: PDEATHSIG) */
+    for (int i = 0; i < 600 && nd < 4; i++) {
+        struct timespec t = { 0, 50 * 1000 * 1000 };
+        nanosleep(&t, NULL);
+        if (!a && access(db, F_OK) == 0 && kevo_archive_open(db, &a, NULL) != KEVO_OK)
+            a = NULL;
+        if (a && kevo_archive_counts(a, 1, &n, &nd, &nok) != KEVO_OK)
+            nd = 0;
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    assert_true(nd >= 4);
+    kevo_archive_close(a);
+    check_once(db, &done_before);
+    print_message("[ kill     ] after %lld verdicts\n", (long long)done_before);
+    assert_true(done_before >= 4 && done_before < 30);
+    /* resume: the run goes on to its budget; nothing done before is lost or redone */
+    struct kevo_run_opts o;
+    char *out = NULL, *msg = NULL;
+    int64_t id = 0;
+    kevo_run_opts_default(&o);
+    o.archive = db;
+    o.resume = 1;
+    o.eval.backend = KEVO_BACKEND_CPU;
+    o.eval.time_cap_s = 0.05;
+    enum kevo_status st = kevo_run(NULL, &o, NULL, NULL, NULL, &id, &out, &msg);
+    if (st)
+        fail_msg("resume: %s", msg ? msg : "?");
+    assert_int_equal(id, 1);
+    json_t *r = json_loads(out, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(r, "evaluations")), 30);
+    check_once(db, &done_after);
+    assert_int_equal(done_after, 30);
+    json_decref(r);
+    kevo_free(out);
+    kevo_free(msg);
+}
+
+static void test_bad_seed_is_a_clear_error(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512], bad[600], *out = NULL, *msg = NULL;
+    static const char *seeds[1];
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    opts(&o, archive, sizeof archive, "bad.db");
+    snprintf(bad, sizeof bad, "%s/bad_seed.c", dir);
+    FILE *f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("// kevo param A 1 2\n// kevo call nope(x, y, Q)\n", f);
+    fclose(f);
+    seeds[0] = bad;
+    o.seeds = seeds;
+    assert_int_not_equal(kevo_run(TASK, &o, NULL, NULL, NULL, NULL, &out, &msg), KEVO_OK);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "bad_seed.c:2"));
+    kevo_free(msg);
+    kevo_free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_finds_the_best_with_fewer_evaluations),
+        cmocka_unit_test(test_budgets),
+        cmocka_unit_test(test_resume_after_sigkill),
+        cmocka_unit_test(test_bad_seed_is_a_clear_error),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
