@@ -64,8 +64,8 @@ $(EMUL): tests/emul/harness_emul.cpp tests/emul/cuda_host.h tests/unit/judge_cas
 test: deps-check $(KEVO) $(TBINS) $(EMUL)
 	@set -e; for t in $(TBINS) $(EMUL); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
 	$(KEVO) check tasks/ tests/exploits/tasks/
-	$(KEVO) check --task tasks/cpu/cpu_softmax_rows.c examples/softmax_rows_fast.c
-	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/softmax_rows_fast.cu
+	$(KEVO) check --task tasks/cpu/cpu_softmax_rows.c examples/seeds/cpu_softmax_rows.c
+	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/seeds/softmax_rows.cu
 	$(KEVO) check bench/tasks/scale_shift.cu
 	$(KEVO) check --task bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu
 	@echo "all tests passed"

@@ -40,3 +40,4 @@ run = json.load(open(sys.argv[2]))
 b = run["report"]["best"]
 print("kevo run 5: %d evaluations; best params %s at %.4g s = %.3f of the exhaustive best" % (run["evaluated"], json.dumps(b["params"]), b["score_s"], rows[0][0] / b["score_s"]))
 PY
+rm -rf "$out/variants" "$out"/export/*.o "$out/export/matmul_f32_test"   # rebuilt by make
