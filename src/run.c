@@ -177,7 +177,8 @@ struct runctx {
     struct queue jobs, done;
     pthread_t threads[MAX_SLOTS];
     int n_threads;
-    double busy_s;                 /* seconds workers spent on requests */
+    double busy_s;                 /* seconds workers were working for the run: starting
+                                      (device init), calibrating, evaluating */
     int inflight;
     int64_t *pending;              /* candidates to (re)send before proposing */
     int n_pending, i_pending;
@@ -828,6 +829,7 @@ static enum kevo_status reference(struct runctx *r)
         kevo_free(msg);
         return st;
     }
+    r->busy_s += json_number_value(json_object_get(r->ref, "request_s"));
     if (strcmp(verdict_of(r->ref), "ok") != 0)
         return fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
                     r->task_path, verdict_of(r->ref),
@@ -910,6 +912,7 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
         while (!j)
             j = q_pop(&r->done, -1);
         char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
+        r->busy_s += json_number_value(json_object_get(j->result, "request_s"));
         st = j->st ? fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
                    : kevo_archive_eval_add(r->ar, ids[i], "holdout", res ? res : "{}");
         const char *v = j->result ? verdict_of(j->result) : "crash";
@@ -1072,6 +1075,7 @@ static enum kevo_status open_workers(struct runctx *r)
     po.devices = o->n_gpus > 0 ? o->gpus : &dev;
     po.exe = getenv("KEVO_WORKER_EXE");
     po.start_timeout_s = 60;
+    double t0 = now_s();
     enum kevo_status st = kevo_pool_open(&po, &r->pool, &m);
     if (st) {
         st = fail(r, st, "cannot start %s workers: %s", r->backend, m ? m : "?");
@@ -1080,6 +1084,8 @@ static enum kevo_status open_workers(struct runctx *r)
     }
     r->n_slots = kevo_pool_size(r->pool);
     st = kevo_evalreq_calibrate(r->pool, 0, r->backend, 0, CALIBRATE_DEADLINE_S, &calib, &m);
+    /* every worker starts at once (its device init is the worker's time, not ours) */
+    r->busy_s += (now_s() - t0) * kevo_pool_size(r->pool);
     if (st) {
         st = fail(r, st, "%s", m ? m : "calibration failed");
         kevo_free(m);
@@ -1212,6 +1218,11 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
         rep = report_json(&r);
         if (strcmp(r.reason, "interrupted") != 0)
             st = holdout_gate(&r, rep);
+        double el = now_s() - r.t0;   /* the whole run, the gate included */
+        json_object_set_new(rep, "elapsed_s", json_real(el));
+        json_object_set_new(rep, "worker_busy_s", json_real(r.busy_s));
+        json_object_set_new(rep, "controller_overhead",
+                            json_real(el > 0 ? 1.0 - r.busy_s / (el * r.n_slots) : 0.0));
     }
     if (!st) {
         char *s = json_dumps(rep, JSON_INDENT(1));
