@@ -40,6 +40,7 @@
 #define GENOME_CACHE 64
 #define CALIBRATE_DEADLINE_S 600.0
 #define MAX_SLOTS 64
+#define FALLBACK_PARENTS 32        /* best candidates tried as parents once elites are spent */
 
 /* ---- jobs and queues ---- */
 
@@ -485,6 +486,13 @@ static enum kevo_status child_of(struct runctx *r, int island, int64_t p1, struc
             e = x;
     }
     p1_score = e ? e->score : 0;
+    if (!e) {   /* a fallback parent, not an elite of this island */
+        struct kevo_cand_rec c;
+        memset(&c, 0, sizeof c);
+        if (kevo_archive_cand_get(r->ar, p1, &c) == KEVO_OK && c.score > 0)
+            p1_score = c.score;
+        kevo_archive_cand_clear(&c);
+    }
     for (int tries = 0; tries < r->n_ops; tries++) {
         int op = kevo_search_op_pick(r->s, exclude);
         int64_t p2 = 0;
@@ -532,6 +540,22 @@ static enum kevo_status propose(struct runctx *r, struct job **out)
         if (!p)
             continue;
         enum kevo_status st = child_of(r, island, p, out);
+        if (st != KEVO_ERR_NOTFOUND)
+            return st;
+    }
+    /* Every elite's neighbourhood is explored: widen to the run's best candidates, which
+     * reach configurations two or more steps from an elite. */
+    int64_t ids[FALLBACK_PARENTS];
+    int n = 0;
+    if (kevo_archive_best(r->ar, r->run, -1, FALLBACK_PARENTS, ids, &n) != KEVO_OK)
+        n = 0;
+    for (int i = 0; i < n; i++) {
+        struct kevo_cand_rec c;
+        memset(&c, 0, sizeof c);
+        int island = kevo_archive_cand_get(r->ar, ids[i], &c) == KEVO_OK && c.island >= 0 &&
+                             c.island < kevo_search_islands(r->s) ? c.island : 0;
+        kevo_archive_cand_clear(&c);
+        enum kevo_status st = child_of(r, island, ids[i], out);
         if (st != KEVO_ERR_NOTFOUND)
             return st;
     }
