@@ -105,6 +105,35 @@ static void test_check_names_file_line_column(void **state)
     assert_int_equal(kevo("check", "tasks/cpu/", NULL), 0);
 }
 
+/* The bad tasks issue 3 names: each fails check with its place and its reason (an unknown
+ * dtype is the f33 above). */
+static void test_check_bad_tasks(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    /* the launch passes a size where the kernel takes a tensor */
+    write_file("build/cli_shape.cu", "// kevo task   shape\n// kevo size   N=1024\n"
+                                     "// kevo input  x f32[N] normal(0,1)\n"
+                                     "// kevo output y f32[N]\n// kevo bytes  8*N\n"
+                                     "// kevo launch k grid=4 block=256 (x, N, y)\n"
+                                     "extern \"C\" __global__ void k(const float *x, float *y,"
+                                     " int n) {}\n");
+    assert_int_equal(kevo("check", "build/cli_shape.cu", NULL), 1);
+    assert_non_null(strstr(err_text, "build/cli_shape.cu:6: error: launch of 'k' does not "
+                                     "match its parameters"));
+    assert_non_null(strstr(err_text, "argument 2 ('N', not a tensor)"));
+    /* a bytes expression that overflows 64 bits */
+    write_file("build/cli_overflow.cu", "// kevo task   overflow\n// kevo size   N=4294967296\n"
+                                        "// kevo input  x f32[N] normal(0,1)\n"
+                                        "// kevo output y f32[N]\n// kevo bytes  N*N*8\n"
+                                        "// kevo launch k grid=4 block=256 (x, y, N)\n"
+                                        "extern \"C\" __global__ void k(const float *x, float *y,"
+                                        " long long n) {}\n");
+    assert_int_equal(kevo("check", "build/cli_overflow.cu", NULL), 1);
+    assert_non_null(strstr(err_text, "build/cli_overflow.cu:5:"));
+    assert_non_null(strstr(err_text, "overflows 64 bits"));
+}
+
 static void test_eval_bad_task_is_1(void **state)
 {
     (void)state;
@@ -162,6 +191,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_usage_is_2),
         cmocka_unit_test(test_check_names_file_line_column),
+        cmocka_unit_test(test_check_bad_tasks),
         cmocka_unit_test(test_eval_bad_task_is_1),
         cmocka_unit_test(test_eval_json_document),
         cmocka_unit_test(test_calibrate_cpu),
