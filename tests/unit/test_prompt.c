@@ -1,0 +1,160 @@
+/*
+ * test_prompt - LLM prompts (src/prompt.c) from the shipped templates in prompts/: the
+ * holdout workloads never appear, every placeholder is filled with the evidence, playbook
+ * notes are chosen by tags and bottleneck, and a template with an unknown placeholder or a
+ * missing file is refused with its name.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "mem.h"
+#include "prompt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char TASK[] =
+    "// kevo task   t\n// kevo tags   reduction norm\n// kevo size   M=4096 N=8192\n"
+    "//   kevo   holdout M=7 N=100003\n// kevo input  x f32[M,N] normal(0,1)\n"
+    "// kevo output y f32[M,N]\n// kevo bytes  8*M*N\n"
+    "// kevo launch k grid=M block=256 (x, y, N)\n"
+    "// the holdout sizes are secret (this comment line stays)\n"
+    "extern \"C\" __global__ void k(const float *x, float *y, int n) {}\n";
+
+static char dir[64];
+
+static void note(const char *name, const char *text)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kevo-test-prompt-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    note("a.md", "---\ntitle: A\ntags: reduction softmax\nbottleneck: memory\nlang: cuda\n---\n"
+                 "NOTE-A reductions that are memory-bound\n");
+    note("b.md", "---\ntitle: B\ntags: gemm\nbottleneck: compute\nlang: cuda\n---\nNOTE-B gemm\n");
+    note("c.md", "---\ntitle: C\ntags: any\nbottleneck: any\nlang: cuda\n---\nNOTE-C general\n");
+    note("d.md", "---\ntitle: D\ntags: reduction\nbottleneck: memory\nlang: c\n---\nNOTE-D cpu\n");
+    note("README.md", "how to write notes NOTE-README\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) ? -1 : 0;
+}
+
+static void test_task_text_drops_holdouts(void **state)
+{
+    (void)state;
+    char *t = kevo_prompt_task_text(TASK);
+    assert_null(strstr(t, "100003"));
+    assert_null(strstr(t, "holdout M"));
+    assert_non_null(strstr(t, "// kevo size   M=4096 N=8192\n"));
+    assert_non_null(strstr(t, "the holdout sizes are secret"));
+    kevo_free(t);
+}
+
+static void test_improve_prompt(void **state)
+{
+    (void)state;
+    const char *tags[] = { "reduction", "norm" };
+    json_t *calib = json_pack("{s:{s:s, s:s, s:i, s:f, s:f, s:i}, s:{s:f, s:f, s:f, s:f}, s:{s:{s:f}}, "
+                              "s:f}", "device", "name", "NVIDIA H100", "arch", "sm_90a", "sms", 132,
+                              "l2_bytes", 5.2e7, "mem_bytes", 8.5e10, "clock_mhz", 1980,
+                              "bandwidth", "best_bytes_per_s", 3.1e12, "read_bytes_per_s", 3.0e12,
+                              "write_bytes_per_s", 3.1e12, "copy_bytes_per_s", 2.8e12, "peaks",
+                              "fp32", "measured_flops_per_s", 6.5e13, "launch_floor_s", 1.9e-6);
+    json_t *res = json_loads("{\"verdict\":\"ok\",\"workloads\":[{\"sizes\":{\"M\":4096,\"N\":8192},"
+                             "\"verdict\":\"ok\",\"time\":{\"median_s\":1.2e-4},\"sol_fraction\":0.7,"
+                             "\"gbps\":2200,\"tflops\":0.3,\"bytes\":2.7e8,\"flops\":3.3e7}],"
+                             "\"resources\":[{\"kernel\":\"k\",\"regs\":40,\"static_smem\":0,"
+                             "\"local_bytes\":16,\"block\":256,\"blocks_per_sm\":8}]}", 0, NULL);
+    struct kevo_prompt_ctx c = { .template_dir = "prompts", .playbook_dir = dir,
+                                 .task_text = TASK, .lang = "cuda", .tags = tags, .n_tags = 2,
+                                 .calib = calib, .parent = "PARENT-SOURCE", .result = res,
+                                 .siblings = "cand 4 (param): ok, 1.3x", .max_notes = 2 };
+    char *sys = NULL, *usr = NULL, *why = NULL;
+    if (kevo_prompt_build("improve", &c, &sys, &usr, &why) != KEVO_OK)
+        fail_msg("%s", why ? why : "?");
+    assert_non_null(strstr(sys, "SEARCH"));
+    assert_null(strstr(usr, "{{"));
+    assert_null(strstr(usr, "100003"));
+    assert_non_null(strstr(usr, "PARENT-SOURCE"));
+    assert_non_null(strstr(usr, "NVIDIA H100 (sm_90a): 132 SMs"));
+    assert_non_null(strstr(usr, "DRAM 3100 GB/s"));
+    assert_non_null(strstr(usr, "Verdict: ok"));
+    assert_non_null(strstr(usr, "70% of SOL"));
+    assert_non_null(strstr(usr, "memory-bound"));
+    assert_non_null(strstr(usr, "40 registers/thread"));
+    assert_non_null(strstr(usr, "<- spilling"));
+    assert_non_null(strstr(usr, "cand 4 (param): ok, 1.3x"));
+    /* notes: the tag-and-bottleneck match first, the general one second; no gemm, no C, no README */
+    char *a = strstr(usr, "NOTE-A"), *cc = strstr(usr, "NOTE-C");
+    assert_non_null(a);
+    assert_non_null(cc);
+    assert_true(a < cc);
+    assert_null(strstr(usr, "NOTE-B"));
+    assert_null(strstr(usr, "NOTE-D"));
+    assert_null(strstr(usr, "NOTE-README"));
+    assert_null(strstr(usr, "title:"));
+    kevo_free(sys);
+    kevo_free(usr);
+    /* a failing parent: the evidence and the compiler's output */
+    json_decref(res);
+    res = json_pack("{s:s, s:s, s:{s:s, s:i}, s:s}", "verdict", "mismatch", "message",
+                    "y[17] = 1, expected 2", "evidence", "output", "y", "index", 17,
+                    "compile_log", "warning: unused variable");
+    c.result = res;
+    assert_int_equal(kevo_prompt_build("fix", &c, &sys, &usr, &why), KEVO_OK);
+    assert_non_null(strstr(usr, "Verdict: mismatch - y[17] = 1, expected 2"));
+    assert_non_null(strstr(usr, "\"index\":17"));
+    assert_non_null(strstr(usr, "warning: unused variable"));
+    kevo_free(sys);
+    kevo_free(usr);
+    json_decref(res);
+    json_decref(calib);
+}
+
+static void test_bad_templates(void **state)
+{
+    (void)state;
+    struct kevo_prompt_ctx c = { .template_dir = dir, .task_text = TASK };
+    char *sys = NULL, *usr = NULL, *why = NULL;
+    assert_int_equal(kevo_prompt_build("improve", &c, &sys, &usr, &why), KEVO_ERR_NOTFOUND);
+    assert_non_null(strstr(why, "system.md: cannot read"));
+    kevo_free(why);
+    note("system.md", "system\n");
+    note("odd.md", "{{task}} and {{secret_seed}}\n");
+    assert_int_equal(kevo_prompt_build("odd", &c, &sys, &usr, &why), KEVO_ERR_PARSE);
+    assert_non_null(strstr(why, "odd.md: unknown placeholder {{secret_seed}}"));
+    assert_null(sys);
+    assert_null(usr);
+    kevo_free(why);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_task_text_drops_holdouts),
+        cmocka_unit_test(test_improve_prompt),
+        cmocka_unit_test(test_bad_templates),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
