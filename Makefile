@@ -11,7 +11,7 @@ OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BUILD)/gen \
            -DKEVO_CUDA_HOME=\"$(CUDA)\"
 LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp -lcrypto \
-           -lsqlite3 -ldl -lpthread -lm
+           -lsqlite3 -lcurl -ldl -lpthread -lm
 
 SRCS    ?= $(wildcard src/*.c)
 OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
