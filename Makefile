@@ -9,7 +9,7 @@ CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wpointer-arith -Wstrict-prototypes
 OPT     ?= -O2 -g
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BUILD)/gen \
-           -DKEVO_CUDA_HOME=\"$(CUDA)\"
+           -DKEVO_CUDA_HOME=\"$(CUDA)\" -DKEVO_SOURCE_DIR=\"$(CURDIR)\"
 LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp -lcrypto \
            -lsqlite3 -lcurl -ldl -lpthread -lm
 

@@ -143,7 +143,7 @@ static int parse_gpus(const char *s, int *out, int cap)
 
 /* Options of run besides the eval ones: 1 consumed, 0 not one, -1 bad usage. */
 static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, int *gpus,
-                      const char **seeds, int *json)
+                      const char **seeds, const char **models, int *json)
 {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     long n;
@@ -151,6 +151,8 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
 
     if (strcmp(a, "--json") == 0)
         return *json = 1, 1;
+    if (strcmp(a, "--offline") == 0)
+        return o->offline = 1, 1;
     if (!v)
         return 0;
     if (strcmp(a, "--budget") == 0 || strcmp(a, "--stagnation") == 0 ||
@@ -179,6 +181,20 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         o->gpus = gpus;
     } else if (strcmp(a, "--seed") == 0) {
         seeds[o->n_seeds++] = v;
+    } else if (strcmp(a, "--model") == 0) {
+        models[o->n_models++] = v;
+    } else if (strcmp(a, "--prompts") == 0) {
+        o->prompts_dir = v;
+    } else if (strcmp(a, "--prices") == 0) {
+        o->prices = v;
+    } else if (strcmp(a, "--llm-concurrency") == 0) {
+        if ((n = cli_parse_count(v)) <= 0 || n > 32)
+            return cli_usage("--llm-concurrency needs 1 to 32"), -1;
+        o->llm_concurrency = (int)n;
+    } else if (strcmp(a, "--cost-cap") == 0) {
+        if ((d = cli_parse_seconds(v)) <= 0)
+            return cli_usage("--cost-cap needs a positive amount"), -1;
+        o->cost_cap = d;
     } else if (strcmp(a, "--archive") == 0) {
         o->archive = v;
     } else {
@@ -194,29 +210,34 @@ int cli_cmd_run(int argc, char **argv)
     struct show sh = { 0, isatty(2), 0 };
     int gpus[MAX_GPUS], rc = 0;
     const char **seeds = calloc((size_t)argc + 1, sizeof *seeds), *task = NULL;
+    const char **models = calloc((size_t)argc + 1, sizeof *models);
     char *json = NULL, *msg = NULL;
     int64_t id = 0;
 
-    if (!seeds)
+    if (!seeds || !models) {
+        free(seeds);
+        free(models);
         return EXIT_FAILED;
+    }
     kevo_run_opts_default(&o);
     o.seeds = seeds;
+    o.models = models;
     for (int i = 0; i < argc; i++) {
         int r = cli_eval_option(argc, argv, &i, &o.eval);
         if (r == 0)
-            r = run_option(argc, argv, &i, &o, gpus, seeds, &sh.json);
+            r = run_option(argc, argv, &i, &o, gpus, seeds, models, &sh.json);
         if (r < 0)
-            return free(seeds), EXIT_USAGE;
+            return free(seeds), free(models), EXIT_USAGE;
         if (r > 0)
             continue;
         if (argv[i][0] == '-' || task) {
             fprintf(stderr, "kevo: unexpected '%s'\n", argv[i]);
-            return free(seeds), cli_usage(NULL);
+            return free(seeds), free(models), cli_usage(NULL);
         }
         task = argv[i];
     }
     if (!task && !o.resume)
-        return free(seeds), cli_usage("run needs a task file (or --resume ID)");
+        return free(seeds), free(models), cli_usage("run needs a task file (or --resume ID)");
     signal(SIGINT, on_sigint);
     enum kevo_status st = kevo_run(task, &o, on_event, &sh, &stop_flag, &id, &json, &msg);
     clear_status(&sh);
@@ -232,6 +253,7 @@ int cli_cmd_run(int argc, char **argv)
     kevo_free(json);
     kevo_free(msg);
     free(seeds);
+    free(models);
     return rc;
 }
 

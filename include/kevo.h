@@ -154,6 +154,13 @@ struct kevo_run_opts {
     int n_islands;                /* 0: 2 */
     uint64_t rng_seed;            /* 0: a fixed default (runs are reproducible) */
     int holdout_tries;            /* candidates the held-out gate may try; 0: 5 */
+    int n_models;                 /* LLM models ("openai:gpt-5@URL*2", docs/llm.md); none: */
+    const char *const *models;    /*   the operators that need no LLM only */
+    int llm_concurrency;          /* LLM calls in flight; 0: 4 */
+    const char *prompts_dir;      /* NULL: $KEVO_PROMPTS, else the source tree's prompts/ */
+    const char *playbook_dir;     /* NULL: the source tree's docs/playbook/ */
+    int offline;                  /* 1: LLM replies only from the archive's response cache */
+    const char *prices;           /* price table; NULL: $KEVO_PRICES, else the tree's prices.json */
 };
 void kevo_run_opts_default(struct kevo_run_opts *o);
 /* Each event of a run as one JSON object text (borrowed for the call). */

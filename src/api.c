@@ -6,6 +6,7 @@
 #include "kevo.h"
 #include "backend_cpu.h"
 #include "buf.h"
+#include "evalreq.h"
 #include "log.h"
 #include "mem.h"
 #include "rtc.h"
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -102,17 +102,6 @@ out:
 
 /* ---- eval ---- */
 
-static uint64_t secret_seed(void)
-{
-    uint64_t s = 0;
-    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        s = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
-    }
-    return s;
-}
-
 static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -159,79 +148,16 @@ struct evalctx {
 static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *cand_text,
                         int holdout, int timed, char **out_msg)
 {
-    char seed[32];
-    json_t *req = json_object(), *reply = NULL, *res = NULL;
-
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)secret_seed());
-    json_object_set_new(req, "op", json_string("eval"));
-    json_object_set_new(req, "task_path", json_string(e->task_path));
-    json_object_set_new(req, "task_text", json_string(e->task_text));
-    if (cand_text) {
-        json_object_set_new(req, "cand_path", json_string(cand_path));
-        json_object_set_new(req, "cand_text", json_string(cand_text));
-    }
-    json_object_set_new(req, "seed", json_string(seed));
-    json_object_set_new(req, "trials", json_integer(e->opts->trials));
-    json_object_set_new(req, "holdout", json_integer(holdout));
-    json_object_set_new(req, "timing", json_integer(timed && !e->opts->no_timing && !holdout));
-    json_object_set_new(req, "time_cap_s", json_real(e->opts->time_cap_s));
-    json_object_set_new(req, "time_reference", json_integer(cand_text != NULL));
-    json_object_set(req, "sol", e->sol);
-    if (e->dump_dir && !cand_text)   /* only the reference's own evaluation dumps */
-        json_object_set_new(req, "dump_dir", json_string(e->dump_dir));
-    double t0 = kevo_now();
-    enum kevo_status st = kevo_pool_call(e->pool, 0, req, e->opts->deadline_s, &reply);
-    json_decref(req);
-    if (st) {
-        *out_msg = msg_dup("evaluation of %s failed: %s", cand_path, kevo_status_name(st));
+    struct kevo_eval_call c = {
+        .task_path = e->task_path, .task_text = e->task_text, .cand_path = cand_path,
+        .cand_text = cand_text, .trials = e->opts->trials, .holdout = holdout,
+        .timed = timed && !e->opts->no_timing, .time_reference = cand_text != NULL,
+        .time_cap_s = e->opts->time_cap_s, .sol = e->sol, .dump_dir = e->dump_dir,
+    };
+    json_t *res = NULL;
+    if (kevo_evalreq_call(e->pool, 0, &c, e->opts->deadline_s, &res, out_msg) != KEVO_OK)
         return NULL;
-    }
-    const char *rs = json_string_value(json_object_get(reply, "status"));
-    res = json_object_get(reply, "result");
-    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res)) {
-        const char *m = json_string_value(json_object_get(reply, "message"));
-        *out_msg = msg_dup("worker could not evaluate %s: %s", cand_path, m ? m : rs);
-        json_decref(reply);
-        return NULL;
-    }
-    json_incref(res);
-    json_decref(reply);
-    json_object_set_new(res, "request_s", json_real(kevo_now() - t0));
     return res;
-}
-
-/*
- * Ask the pool's worker for the device's calibration (measured, or from its cache unless
- * force). *out_calib is the calibration object (new reference); on failure *out_msg says
- * why. A worker that died or hung answers with a verdict instead: also a failure here.
- */
-static enum kevo_status calibrate_call(struct kevo_pool *pool, const char *backend, int force,
-                                       json_t **out_calib, char **out_msg)
-{
-    json_t *req = json_pack("{s:s, s:i}", "op", "calibrate", "force", force), *reply = NULL;
-    enum kevo_status st = kevo_pool_call(pool, 0, req, CALIBRATE_DEADLINE_S, &reply);
-
-    *out_calib = NULL;
-    json_decref(req);
-    if (st) {
-        *out_msg = msg_dup("calibration on the %s backend failed: %s", backend,
-                           kevo_status_name(st));
-        return st;
-    }
-    const char *rs = json_string_value(json_object_get(reply, "status"));
-    json_t *res = json_object_get(reply, "result");
-    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) ||
-        json_object_get(res, "verdict")) {
-        const char *m = json_string_value(json_object_get(reply, "message"));
-        if (!m)
-            m = json_string_value(json_object_get(res, "message"));
-        *out_msg = msg_dup("calibration on the %s backend failed: %s", backend, m ? m : "?");
-        json_decref(reply);
-        return KEVO_ERR_WORKER;
-    }
-    *out_calib = json_incref(res);
-    json_decref(reply);
-    return KEVO_OK;
 }
 
 /* Start the pool and calibrate (cached by the worker). */
@@ -288,7 +214,7 @@ static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_
     st = open_pool(backend, e->opts->device, &e->pool, out_msg);
 
     if (!st)
-        st = calibrate_call(e->pool, backend, 0, out_calib, out_msg);
+        st = kevo_evalreq_calibrate(e->pool, 0, backend, 0, CALIBRATE_DEADLINE_S, out_calib, out_msg);
     if (st)
         return st;
     kevo_sol_figures_from_json(*out_calib, &f);
@@ -430,7 +356,7 @@ enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device,
     *out_msg = NULL;
     st = open_pool(name, device, &pool, out_msg);
     if (!st)
-        st = calibrate_call(pool, name, force, &res, out_msg);
+        st = kevo_evalreq_calibrate(pool, 0, name, force, CALIBRATE_DEADLINE_S, &res, out_msg);
     if (!st) {
         *out_json = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         st = *out_json ? KEVO_OK : KEVO_ERR_NOMEM;

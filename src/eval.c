@@ -193,6 +193,8 @@ enum kevo_status kevo_eval_req_from_json(json_t *j, struct kevo_eval_req *out, c
         return req_err(out_msg, "cand_text must be a string");
     out->cand_text = json_string_value(ct);
     out->cand_path = json_string_value(json_object_get(j, "cand_path"));
+    if (out->cand_path && !out->cand_text)   /* never the reference in a candidate's place */
+        return req_err(out_msg, "cand_path without cand_text");
     if (!out->cand_path)
         out->cand_path = "candidate";
     ct = json_object_get(j, "dump_dir");

@@ -33,6 +33,21 @@ static char *msgf(const char *fmt, const char *a, const char *b)
     return kevo_buf_take(&m);
 }
 
+/* Can jansson carry s (valid UTF-8)? */
+static int utf8_ok(const char *s)
+{
+    json_t *j = json_string(s);
+    json_decref(j);
+    return j != NULL;
+}
+
+/* A JSON string, or NULL for text that is not UTF-8 (which jansson cannot carry). */
+static int set_str(json_t *o, const char *k, const char *v)
+{
+    json_t *s = json_string(v);
+    return s ? json_object_set_new(o, k, s) : -1;
+}
+
 static json_t *request(const struct kevo_eval_call *c)
 {
     char seed[32];
@@ -40,14 +55,16 @@ static json_t *request(const struct kevo_eval_call *c)
 
     if (!req)
         return NULL;
+    /* A text jansson refuses must never be dropped silently: a missing cand_text would
+     * make the worker evaluate the reference in the candidate's place. */
+    if (set_str(req, "task_path", c->task_path) || set_str(req, "task_text", c->task_text) ||
+        (c->cand_text && (set_str(req, "cand_path", c->cand_path ? c->cand_path : "?") ||
+                          set_str(req, "cand_text", c->cand_text)))) {
+        json_decref(req);
+        return NULL;
+    }
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)kevo_secret_seed());
     json_object_set_new(req, "op", json_string("eval"));
-    json_object_set_new(req, "task_path", json_string(c->task_path));
-    json_object_set_new(req, "task_text", json_string(c->task_text));
-    if (c->cand_text) {
-        json_object_set_new(req, "cand_path", json_string(c->cand_path ? c->cand_path : "?"));
-        json_object_set_new(req, "cand_text", json_string(c->cand_text));
-    }
     json_object_set_new(req, "seed", json_string(seed));
     json_object_set_new(req, "trials", json_integer(c->trials));
     json_object_set_new(req, "holdout", json_integer(c->holdout));
@@ -70,8 +87,17 @@ enum kevo_status kevo_evalreq_call(struct kevo_pool *pool, int slot, const struc
     enum kevo_status st;
 
     *out_result = NULL;
-    if (!req)
-        return KEVO_ERR_NOMEM;
+    if (!req && c->cand_text && !utf8_ok(c->cand_text) && utf8_ok(c->task_text)) {
+        /* the candidate's own fault: a verdict, like any text that does not compile */
+        *out_result = json_pack("{s:s, s:s, s:{s:s}, s:[], s:[]}", "verdict", "compile_error",
+                                "message", "the candidate is not valid UTF-8 text", "evidence",
+                                "message", "not valid UTF-8", "resources", "workloads");
+        return *out_result ? KEVO_OK : KEVO_ERR_NOMEM;
+    }
+    if (!req) {
+        *out_msg = msgf("%s: %s", c->task_path, "the task (or a path) is not valid UTF-8 text");
+        return KEVO_ERR_PARSE;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     st = kevo_pool_call(pool, slot, req, deadline_s, &reply);
     clock_gettime(CLOCK_MONOTONIC, &t1);

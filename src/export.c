@@ -171,6 +171,7 @@ static int plan_kernels(const struct kevo_task *src, const char **out, int cap)
 }
 
 /* Scratch buffers of a plan: the task's, and (for the candidate) its own. */
+/* alloc: 2 declares every scratch pointer (NULL, before any goto), 1 allocates, 0 frees. */
 static void c_scratch(struct kevo_buf *b, const struct exp *x, const struct kevo_task *src, int alloc)
 {
     for (int pass = 0; pass < 2; pass++) {
@@ -181,12 +182,15 @@ static void c_scratch(struct kevo_buf *b, const struct exp *x, const struct kevo
             const struct kevo_tensor_decl *d = &t->tensors[i];
             if (d->role != KEVO_ROLE_SCRATCH)
                 continue;
+            if (alloc == 2) {
+                out_f(b, "    void *%s = NULL;\n", d->name);
+                continue;
+            }
             if (!alloc) {
                 out_f(b, "    if (%s)\n        %s(%s%s);\n", d->name,
                       x->cuda ? "cudaFreeAsync" : "free", d->name, x->cuda ? ", stream" : "");
                 continue;
             }
-            out_f(b, "    void *%s = NULL;\n", d->name);
             out_f(b, x->cuda ? "    kv_e = cudaMallocAsync(&%s, (size_t)(" : "    %s = malloc((size_t)(",
                   d->name);
             c_numel(b, d);
@@ -286,6 +290,7 @@ static int c_plan(struct kevo_buf *b, struct exp *x, const struct kevo_task *src
         else
             out_f(b, "    const int64_t %s = %lld;\n", s->name, (long long)s->ivalue);
     }
+    c_scratch(b, x, src, 2);
     c_scratch(b, x, src, 1);
     for (int i = 0; i < src->n_launches; i++)
         if (c_launch(b, x, src, &src->launches[i], prefix))
@@ -329,7 +334,7 @@ static void launch_h(struct kevo_buf *b, const struct exp *x)
     char fn[200];
     out_f(b, "/* %s_launch.h - launchers exported by kevo for task %s (see README.md). Tensors\n"
           " * are %s pointers in the task's layout; sizes are the task's size names. */\n"
-          "#ifndef %s_LAUNCH_H\n#define %s_LAUNCH_H\n#include <stdint.h>\n%s"
+          "#ifndef %s_LAUNCH_H\n#define %s_LAUNCH_H\n#include <stdbool.h>\n#include <stdint.h>\n%s"
           "#ifdef __cplusplus\nextern \"C\" {\n#endif\n", x->name, x->task->name,
           x->cuda ? "device" : "host", x->name, x->name,
           x->cuda ? "#include <cuda_runtime_api.h>\n" : "");
@@ -459,7 +464,7 @@ static const char test_helpers[] =
     "    double d2 = 0, w2 = 0;\n    int64_t bad = 0, first = -1;\n"
     "    for (int64_t i = 0; i < n; i++) {\n"
     "        double g = got[i], w = want[i], d = g - w;\n"
-    "        if (w != w ? g == g : !(fabs(d) <= atol + rtol * fabs(w))) {\n"
+    "        if (w != w ? g == g : isinf(w) ? g != w : !(fabs(d) <= atol + rtol * fabs(w))) {\n"
     "            if (first < 0)\n                first = i;\n            bad++;\n        }\n"
     "        if (w == w && g == g)\n            d2 += d * d, w2 += w * w;\n    }\n"
     "    double l2 = w2 > 0 ? sqrt(d2 / w2) : sqrt(d2);\n"
@@ -484,8 +489,9 @@ static void t_call(struct kevo_buf *b, const struct exp *x, const struct kevo_wo
               t->name);
         first = 0;
     }
-    for (int i = 0; i < w->n; i++)
-        out_f(b, ", %s", w->names[i]);
+    (void)w;   /* every workload assigns the same names; the signature's order is the first's */
+    for (int i = 0; i < x->task->workloads[0].n; i++)
+        out_f(b, ", %s", x->task->workloads[0].names[i]);
     out_f(b, "%s);\n", x->cuda ? ", 0" : "");
     if (x->cuda)
         out_f(b, "        if (kv_e == cudaSuccess)\n            kv_e = cudaDeviceSynchronize();\n"
@@ -637,11 +643,22 @@ static void makefile(struct kevo_buf *b, const struct exp *x)
               "%s_test: %s.c %s_reference.c %s_launch.c %s_launch.h %s_test.c\n"
               "\t$(CC) -O3 -fopenmp $(KERNEL_FLAGS) -c %s.c -o %s.o\n"
               "\t$(CC) -O2 -fopenmp -c %s_reference.c -o %s_reference.o\n"
+              "\tobjcopy --keep-global-symbols=%s_reference.syms %s_reference.o\n"
               "\t$(CC) -O2 -c %s_launch.c -o %s_launch.o\n"
               "\t$(CC) -O2 -c %s_test.c -o %s_test.o\n"
               "\t$(CC) -fopenmp %s.o %s_reference.o %s_launch.o %s_test.o -lm -o %s_test\n",
-              n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
+              n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
     }
+}
+
+/* The reference's symbols the launcher calls; objcopy makes its others (helpers, globals
+ * a candidate may define too) local, so the two link side by side. */
+static void ref_syms(struct kevo_buf *b, const struct exp *x)
+{
+    const char *k[64];
+    int n = plan_kernels(x->task, k, 64);
+    for (int i = 0; i < n; i++)
+        out_f(b, "%s_ref_%s\n", x->name, k[i]);
 }
 
 static void readme(struct kevo_buf *b, const struct exp *x, int64_t run, int64_t id, json_t *best)
@@ -716,7 +733,7 @@ static enum kevo_status generate(struct exp *x, const char *dir, int64_t run, in
     char name[256];
     enum kevo_status st = KEVO_OK;
 
-    for (int f = 0; f < 7 && !st; f++) {
+    for (int f = 0; f < 8 && !st; f++) {
         kevo_buf_init(&b, (size_t)64 << 20);
         int bad = 0;
         switch (f) {
@@ -726,6 +743,12 @@ static enum kevo_status generate(struct exp *x, const char *dir, int64_t run, in
         case 3: bad = launch_c(&b, x); snprintf(name, sizeof name, "%s_launch.c", x->name); break;
         case 4: bad = test_src(&b, x); snprintf(name, sizeof name, "%s_test.%s", x->name, e); break;
         case 5: makefile(&b, x); snprintf(name, sizeof name, "Makefile"); break;
+        case 6:
+            if (x->cuda)
+                continue;
+            ref_syms(&b, x);
+            snprintf(name, sizeof name, "%s_reference.syms", x->name);
+            break;
         default: readme(&b, x, run, id, best); snprintf(name, sizeof name, "README.md"); break;
         }
         if (bad)

@@ -92,6 +92,8 @@ static enum kevo_status set_param(struct kevo_genome *g, int i, const char *name
     return KEVO_OK;
 }
 
+static enum kevo_status strip_flags(const char *text, size_t len, char **out, size_t *out_len);
+
 enum kevo_status kevo_genome_from_text(const struct kevo_task *task, const char *path,
                                        const char *text, size_t len, struct kevo_genome *out,
                                        char **out_msg)
@@ -104,13 +106,9 @@ enum kevo_status kevo_genome_from_text(const struct kevo_task *task, const char 
     if (st)
         return st;
     out->lang = c->lang;
-    out->text = kevo_malloc(len + 1);
-    st = out->text ? alloc_params(out, c->n_params) : KEVO_ERR_NOMEM;
-    if (!st) {
-        memcpy(out->text, text, len);
-        out->text[len] = '\0';
-        out->len = len;
-    }
+    st = strip_flags(text, len, &out->text, &out->len);
+    if (!st)
+        st = alloc_params(out, c->n_params);
     for (int i = 0; !st && i < c->n_params; i++) {
         st = set_param(out, i, c->params[i].name, c->params[i].values, c->params[i].n_values);
         out->geometry[i] = in_geometry(c, c->params[i].name);
@@ -192,8 +190,16 @@ enum kevo_status kevo_genome_set_flag(struct kevo_genome *g, const char *flag, i
         return KEVO_OK;
     if (g->n_flags >= KEVO_GENOME_MAX_FLAGS)
         return KEVO_ERR_TOOBIG;
-    g->flags[g->n_flags] = kevo_strdup(flag);
-    return g->flags[g->n_flags] ? (g->n_flags++, KEVO_OK) : KEVO_ERR_NOMEM;
+    char *f = kevo_strdup(flag);
+    if (!f)
+        return KEVO_ERR_NOMEM;
+    int at = 0;   /* sorted: one set of flags has one text, whatever order it was built in */
+    while (at < g->n_flags && strcmp(g->flags[at], flag) < 0)
+        at++;
+    memmove(&g->flags[at + 1], &g->flags[at], (size_t)(g->n_flags - at) * sizeof *g->flags);
+    g->flags[at] = f;
+    g->n_flags++;
+    return KEVO_OK;
 }
 
 /* ---- text ---- */
@@ -253,10 +259,44 @@ static enum kevo_status emit_param(const struct kevo_genome *g, const char *rest
 
 static enum kevo_status emit_flags(const struct kevo_genome *g, struct kevo_buf *b)
 {
-    enum kevo_status st = kevo_buf_adds(b, g->n_flags ? "// kevo flags" : "// (flags: none)");
+    enum kevo_status st = kevo_buf_adds(b, "// kevo flags");
     for (int i = 0; !st && i < g->n_flags; i++)
         st = kevo_buf_addf(b, " %s", g->flags[i]);
     return st;
+}
+
+/* The text with every flags line (and the one kevo appends) turned into a bare "//": the
+ * genome's flags are emitted once, at the end, so the same configuration is one text. */
+static enum kevo_status strip_flags(const char *text, size_t len, char **out, size_t *out_len)
+{
+    struct kevo_buf b;
+    const char *p = text, *end = text + len;
+    enum kevo_status st = KEVO_OK;
+
+    kevo_buf_init(&b, len + 16);
+    while (p < end && !st) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end, *kw, *rest;
+        size_t kl;
+        if (directive_kw(p, e, &kw, &kl, &rest) && kl == 5 && !strncmp(kw, "flags", 5))
+            st = kevo_buf_adds(&b, "//");
+        else
+            st = kevo_buf_add(&b, p, (size_t)(e - p));
+        if (!st && nl)
+            st = kevo_buf_add(&b, "\n", 1);
+        p = nl ? nl + 1 : end;
+    }
+    /* a text that ends with the appended flags line and nothing else: drop the empty tail */
+    while (!st && b.len >= 3 && !memcmp(b.data + b.len - 3, "\n//", 3))
+        b.len -= 2, b.data[b.len] = '\0';
+    while (!st && b.len >= 4 && !memcmp(b.data + b.len - 4, "\n//\n", 4))
+        b.len -= 3, b.data[b.len] = '\0';
+    if (st) {
+        kevo_buf_free(&b);
+        return st;
+    }
+    *out_len = b.len;
+    *out = kevo_buf_take(&b);
+    return *out ? KEVO_OK : KEVO_ERR_NOMEM;
 }
 
 enum kevo_status kevo_genome_text(const struct kevo_genome *g, char **out, size_t *len)
@@ -264,7 +304,6 @@ enum kevo_status kevo_genome_text(const struct kevo_genome *g, char **out, size_
     struct kevo_buf b;
     const char *p = g->text, *end = g->text + g->len;
     enum kevo_status st = KEVO_OK;
-    int flags_done = 0;
 
     kevo_buf_init(&b, g->len * 2 + 4096);
     while (p < end && !st) {
@@ -275,17 +314,13 @@ enum kevo_status kevo_genome_text(const struct kevo_genome *g, char **out, size_
         e = e ? e : end;
         if (directive_kw(p, e, &kw, &kl, &rest) && kl == 5 && !strncmp(kw, "param", 5))
             st = emit_param(g, rest, e, &b, &done);
-        else if (directive_kw(p, e, &kw, &kl, &rest) && kl == 5 && !strncmp(kw, "flags", 5)) {
-            st = flags_done ? kevo_buf_adds(&b, "//") : emit_flags(g, &b);
-            flags_done = done = 1;
-        }
         if (!st && !done)
             st = kevo_buf_add(&b, p, (size_t)(e - p));
         if (!st && next > e)
             st = kevo_buf_add(&b, "\n", 1);
         p = next;
     }
-    if (!st && !flags_done && g->n_flags) {
+    if (!st && g->n_flags) {   /* the one flags line, at the end: no line number moves */
         if (b.len && b.data[b.len - 1] != '\n')
             st = kevo_buf_add(&b, "\n", 1);
         if (!st)
@@ -330,4 +365,41 @@ enum kevo_status kevo_genome_json(const struct kevo_genome *g, char **params, ch
     kevo_free(*flags);
     *params = *flags = NULL;
     return KEVO_ERR_NOMEM;
+}
+
+/* The next line of [p, end) that is not a param directive; NULL at the end. */
+static const char *next_code_line(const char *p, const char *end, const char **e)
+{
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *kw, *rest;
+        size_t kl;
+        *e = nl ? nl : end;
+        if (!(directive_kw(p, *e, &kw, &kl, &rest) && kl == 5 && !strncmp(kw, "param", 5)))
+            return p;
+        p = nl ? nl + 1 : end;
+    }
+    return NULL;
+}
+
+int kevo_genome_same_source(const struct kevo_genome *a, const struct kevo_genome *b)
+{
+    const char *pa = a->text, *ea = a->text + a->len, *pb = b->text, *eb = b->text + b->len;
+    const char *la, *lb;
+
+    if (a->n_params != b->n_params)
+        return 0;
+    for (int i = 0; i < a->n_params; i++)
+        if (strcmp(a->names[i], b->names[i]) != 0 || a->n_values[i] != b->n_values[i] ||
+            memcmp(a->values[i], b->values[i], (size_t)a->n_values[i] * sizeof **a->values))
+            return 0;
+    for (;;) {
+        pa = next_code_line(pa, ea, &la);
+        pb = next_code_line(pb, eb, &lb);
+        if (!pa || !pb)
+            return !pa && !pb;
+        if (la - pa != lb - pb || memcmp(pa, pb, (size_t)(la - pa)) != 0)
+            return 0;
+        pa = la < ea ? la + 1 : ea;
+        pb = lb < eb ? lb + 1 : eb;
+    }
 }

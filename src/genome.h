@@ -59,6 +59,9 @@ int kevo_genome_has_flag(const struct kevo_genome *g, const char *flag);
 KEVO_NODISCARD enum kevo_status kevo_genome_set_flag(struct kevo_genome *g, const char *flag,
                                                      int on);
 
+/* The same source with the same params, whatever values are chosen and flags set? */
+int kevo_genome_same_source(const struct kevo_genome *a, const struct kevo_genome *b);
+
 /* SHA-256 of n bytes as 64 hex digits. */
 KEVO_NODISCARD enum kevo_status kevo_sha256_hex(const void *p, size_t n, char out[KEVO_HASH_HEX]);
 

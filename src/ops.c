@@ -158,20 +158,10 @@ static enum kevo_status edit_cross(const struct kevo_op_ctx *c, struct kevo_geno
     return KEVO_OK;
 }
 
-static int same_source(const struct kevo_genome *a, const struct kevo_genome *b)
-{
-    if (a->len != b->len || memcmp(a->text, b->text, a->len) != 0 || a->n_params != b->n_params)
-        return 0;
-    for (int i = 0; i < a->n_params; i++)
-        if (strcmp(a->names[i], b->names[i]) != 0 || a->n_values[i] != b->n_values[i])
-            return 0;
-    return 1;
-}
-
 static enum kevo_status op_crossover(const struct kevo_op_ctx *c, const struct kevo_genome *p1,
                                      const struct kevo_genome *p2, struct kevo_genome *out)
 {
-    if (!p2 || !p1->n_params || !same_source(p1, p2))
+    if (!p2 || !p1->n_params || !kevo_genome_same_source(p1, p2))
         return KEVO_ERR_NOTFOUND;
     return try_child(c, p1, out, edit_cross, (void *)p2);
 }

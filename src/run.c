@@ -10,6 +10,7 @@
  * verdict yet). The queue keeps two jobs per slot so a worker never waits for a proposal.
  */
 #include "run.h"
+#include "run_int.h"
 #include "archive.h"
 #include "buf.h"
 #include "evalreq.h"
@@ -37,40 +38,17 @@
 #define DEFAULT_TRIES 5
 #define PER_SLOT 2                 /* jobs queued per worker slot */
 #define WAIT_TICK_S 0.5            /* status events while waiting */
-#define GENOME_CACHE 64
 #define CALIBRATE_DEADLINE_S 600.0
-#define MAX_SLOTS 64
 #define FALLBACK_PARENTS 32        /* best candidates tried as parents once elites are spent */
 
 /* ---- jobs and queues ---- */
 
-struct job {
-    int64_t id;                    /* candidate id; 0 for the reference */
-    int holdout;
-    int op;                        /* operator index; -1 for seeds */
-    int island;
-    double parent_score;           /* of parent 1; 0 when none */
-    struct kevo_genome g;          /* what is evaluated (empty for the reference) */
-    char *text;                    /* kevo_genome_text(g) */
-    char path[64];
-    json_t *result;                /* the worker's result */
-    enum kevo_status st;           /* kevo's own failure */
-    char *msg;
-    struct job *next;
-};
-
-struct queue {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct job *head, *tail;
-    int closed;
-};
-
-static void job_free(struct job *j)
+void kevo_run_job_free(struct job *j)
 {
     if (!j)
         return;
     kevo_genome_clear(&j->g);
+    kevo_llm_call_free(j->llm);
     kevo_free(j->text);
     kevo_free(j->msg);
     json_decref(j->result);
@@ -89,13 +67,13 @@ static void q_destroy(struct queue *q)
     while (q->head) {
         struct job *j = q->head;
         q->head = j->next;
-        job_free(j);
+        kevo_run_job_free(j);
     }
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->cv);
 }
 
-static void q_push(struct queue *q, struct job *j)
+void kevo_run_q_push(struct queue *q, struct job *j)
 {
     pthread_mutex_lock(&q->mu);
     j->next = NULL;
@@ -150,59 +128,14 @@ static struct job *q_pop(struct queue *q, double wait_s)
 
 /* ---- the run's state ---- */
 
-struct cached_genome {
-    int64_t id;
-    struct kevo_genome g;
-};
-
-struct runctx {
-    const struct kevo_run_opts *o;
-    const char *task_path;
-    char *path_owned;              /* a resumed run's task path, from the archive */
-    json_t *cfg;                   /* a resumed run's config */
-    struct kevo_task *task;
-    char *task_text;
-    size_t task_len;
-    struct kevo_archive *ar;
-    int64_t run;
-    struct kevo_pool *pool;
-    int n_slots;
-    const char *backend;
-    json_t *calib, *sol;
-    json_t *ref;                   /* the reference's timed result */
-    double *ref_median;            /* per workload index; 0 when not timed */
-    int n_wl;
-    struct kevo_search *s;
-    const struct kevo_operator *const *ops;
-    int n_ops;
-    struct queue jobs, done;
-    pthread_t threads[MAX_SLOTS];
-    int n_threads;
-    double busy_s;                 /* seconds workers were working for the run: starting
-                                      (device init), calibrating, evaluating */
-    int inflight;
-    int64_t *pending;              /* candidates to (re)send before proposing */
-    int n_pending, i_pending;
-    struct cached_genome cache[GENOME_CACHE];
-    int cache_next;
-    int64_t budget, stagnation, n_done, n_ok, since_best;
-    double t0, best_sol;
-    const char *reason;            /* why the search stopped */
-    int exhausted;
-    kevo_run_event_fn ev;
-    void *user;
-    volatile int *stop;
-    struct kevo_buf msg;           /* kevo's own failure */
-};
-
-static double now_s(void)
+double kevo_run_now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void event(struct runctx *r, json_t *e)
+void kevo_run_event(struct runctx *r, json_t *e)
 {
     if (!e)
         return;
@@ -215,9 +148,9 @@ static void event(struct runctx *r, json_t *e)
     json_decref(e);
 }
 
-static enum kevo_status fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
+enum kevo_status kevo_run_fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static enum kevo_status fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
+enum kevo_status kevo_run_fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -250,7 +183,7 @@ static void *slot_main(void *p)
         };
         j->st = kevo_evalreq_call(r->pool, a->slot, &c, r->o->eval.deadline_s, &j->result,
                                   &j->msg);
-        q_push(&r->done, j);
+        kevo_run_q_push(&r->done, j);
     }
     kevo_free(a);
     return NULL;
@@ -264,9 +197,11 @@ static enum kevo_status start_threads(struct runctx *r)
             return KEVO_ERR_NOMEM;
         a->r = r;
         a->slot = i;
-        if (pthread_create(&r->threads[i], NULL, slot_main, a) != 0) {
+        int rc = pthread_create(&r->threads[i], NULL, slot_main, a);
+        if (rc != 0) {
             kevo_free(a);
-            return fail(r, KEVO_ERR_SYSTEM, "cannot start a worker thread: %s", strerror(errno));
+            return kevo_run_fail(r, KEVO_ERR_SYSTEM, "cannot start a worker thread: %s",
+                                 strerror(rc));
         }
         r->n_threads++;
     }
@@ -335,7 +270,7 @@ static const char *verdict_of(json_t *res)
 /* ---- candidates from the archive ---- */
 
 /* The genome of candidate id (cached; borrowed until the next call that may evict). */
-static enum kevo_status genome_of(struct runctx *r, int64_t id, const struct kevo_genome **out)
+enum kevo_status kevo_run_genome_of(struct runctx *r, int64_t id, const struct kevo_genome **out)
 {
     struct kevo_cand_rec c;
     char *text = NULL, *pmsg = NULL, path[64];
@@ -363,7 +298,7 @@ static enum kevo_status genome_of(struct runctx *r, int64_t id, const struct kev
         r->cache_next = (r->cache_next + 1) % GENOME_CACHE;
         *out = &slot->g;
     } else {
-        st = fail(r, st, "candidate %lld in the archive cannot be read back: %s",
+        st = kevo_run_fail(r, st, "candidate %lld in the archive cannot be read back: %s",
                   (long long)id, pmsg ? pmsg : kevo_archive_errmsg(r->ar));
     }
     kevo_free(pmsg);
@@ -381,7 +316,7 @@ static int seen_key(void *user, const char *key)
 
 /* A job for genome g (taken), recorded as a pending candidate. KEVO_ERR_INVALID when the
  * run already has it (the genome is dropped). */
-static enum kevo_status record(struct runctx *r, struct kevo_genome *g, const char *op, int op_i,
+enum kevo_status kevo_run_record(struct runctx *r, struct kevo_genome *g, const char *op, int op_i,
                                int64_t p1, int64_t p2, double p1_score, int island,
                                struct job **out)
 {
@@ -414,6 +349,7 @@ static enum kevo_status record(struct runctx *r, struct kevo_genome *g, const ch
     }
     if (!st) {
         j->op = op_i;
+        j->model = -1;
         j->island = island;
         j->parent_score = p1_score;
         snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
@@ -421,8 +357,8 @@ static enum kevo_status record(struct runctx *r, struct kevo_genome *g, const ch
         *out = j;
     } else {
         if (st != KEVO_ERR_INVALID)
-            st = fail(r, st, "recording a candidate: %s", kevo_archive_errmsg(r->ar));
-        job_free(j);
+            st = kevo_run_fail(r, st, "recording a candidate: %s", kevo_archive_errmsg(r->ar));
+        kevo_run_job_free(j);
     }
     kevo_free(c.params_json);
     kevo_free(c.flags_json);
@@ -436,7 +372,7 @@ static enum kevo_status pending_job(struct runctx *r, int64_t id, struct job **o
     struct kevo_cand_rec c;
     struct job *j;
     size_t len;
-    enum kevo_status st = genome_of(r, id, &g);
+    enum kevo_status st = kevo_run_genome_of(r, id, &g);
 
     *out = NULL;
     if (st)
@@ -454,14 +390,18 @@ static enum kevo_status pending_job(struct runctx *r, int64_t id, struct job **o
         j->id = id;
         j->island = c.island >= 0 && c.island < kevo_search_islands(r->s) ? c.island : 0;
         j->op = -1;
+        j->model = -1;
         for (int i = 0; i < r->n_ops; i++)
             if (strcmp(r->ops[i]->name, c.op) == 0)
                 j->op = i;
+        for (int i = 0; r->llm && i < KEVO_LLMOP_COUNT; i++)
+            if (strcmp(kevo_llmop_names[i], c.op) == 0)
+                j->op = r->op_base + i;
         snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
                  (long long)id, r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
         *out = j;
     } else {
-        job_free(j);
+        kevo_run_job_free(j);
     }
     kevo_archive_cand_clear(&c);
     return st;
@@ -475,7 +415,7 @@ static enum kevo_status child_of(struct runctx *r, int island, int64_t p1, struc
     const struct kevo_genome *g1, *g2 = NULL;
     struct kevo_op_ctx oc = { kevo_search_rng(r->s), seen_key, r };
     struct kevo_genome child, pg1, pg2;
-    unsigned exclude = 0;
+    unsigned exclude = r->llm ? ~((1u << r->op_base) - 1u) : 0;   /* LLM ops run elsewhere */
     enum kevo_status st;
     const struct kevo_elite *e = NULL;
     double p1_score = 0;
@@ -500,14 +440,14 @@ static enum kevo_status child_of(struct runctx *r, int island, int64_t p1, struc
             break;
         exclude |= 1u << op;
         /* copies: a second genome_of may evict the first from the cache */
-        st = genome_of(r, p1, &g1);
+        st = kevo_run_genome_of(r, p1, &g1);
         if (!st)
             st = kevo_genome_copy(g1, &pg1);
         if (st)
             return st;
         memset(&pg2, 0, sizeof pg2);
         if (r->ops[op]->n_parents == 2 && (p2 = kevo_search_mate(r->s, island, p1)) != 0) {
-            st = genome_of(r, p2, &g2);
+            st = kevo_run_genome_of(r, p2, &g2);
             if (!st)
                 st = kevo_genome_copy(g2, &pg2);
         }
@@ -518,9 +458,9 @@ static enum kevo_status child_of(struct runctx *r, int island, int64_t p1, struc
         if (st == KEVO_ERR_NOTFOUND)
             continue;
         if (st)
-            return fail(r, st, "operator %s failed: %s", r->ops[op]->name, kevo_status_name(st));
+            return kevo_run_fail(r, st, "operator %s failed: %s", r->ops[op]->name, kevo_status_name(st));
         kevo_search_op_proposed(r->s, op);
-        st = record(r, &child, r->ops[op]->name, op, p1, p2, p1_score, island, out);
+        st = kevo_run_record(r, &child, r->ops[op]->name, op, p1, p2, p1_score, island, out);
         kevo_genome_clear(&child);
         if (st != KEVO_ERR_INVALID)
             return st;
@@ -567,7 +507,7 @@ static enum kevo_status propose(struct runctx *r, struct job **out)
 static json_t *status_json(struct runctx *r)
 {
     const struct kevo_elite *b = kevo_search_best(r->s);
-    double el = now_s() - r->t0;
+    double el = kevo_run_now() - r->t0;
     double valid = r->n_done ? (double)r->n_ok / (double)r->n_done : 0;
     double ref = 0;
     int n = 0;
@@ -583,6 +523,16 @@ static json_t *status_json(struct runctx *r)
                      b ? json_real(b->score) : json_null(), "best_sol", r->best_sol,
                      "speedup", b && ref > 0 ? json_real(ref / b->score) : json_null(),
                      "elapsed_s", el, "eta_s", eta, "in_flight", r->inflight);
+}
+
+/* The name of operator index op (-1: a seed). */
+static const char *op_name(const struct runctx *r, int op)
+{
+    if (op < 0)
+        return "seed";
+    if (r->llm && op >= r->op_base)
+        return kevo_llmop_names[op - r->op_base];
+    return op < r->n_ops ? r->ops[op]->name : "?";
 }
 
 /* Record one evaluated candidate: archive first, then the search state and the event. */
@@ -601,7 +551,7 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     if (!st)
         st = kevo_archive_cand_finish(r->ar, j->id, v, score, sol, speedup, metrics, res);
     if (st)
-        st = fail(r, st, "recording the verdict of candidate %lld: %s", (long long)j->id,
+        st = kevo_run_fail(r, st, "recording the verdict of candidate %lld: %s", (long long)j->id,
                   kevo_archive_errmsg(r->ar));
     r->n_done++;
     r->n_ok += ok;
@@ -611,6 +561,9 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
         json_t *dj = kevo_desc_json(&d, r->task->lang);
         char *ds = json_dumps(dj, JSON_COMPACT);
         st = kevo_archive_cand_place(r->ar, j->id, j->island, kevo_desc_cell(&d), ds ? ds : "{}");
+        if (st)
+            st = kevo_run_fail(r, st, "placing candidate %lld: %s", (long long)j->id,
+                               kevo_archive_errmsg(r->ar));
         kevo_free(ds);
         json_decref(dj);
         best = kevo_search_place(r->s, j->island, kevo_desc_cell(&d), j->id, score);
@@ -618,10 +571,20 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
             r->best_sol = sol;
     }
     r->since_best = best ? 0 : r->since_best + 1;
-    kevo_search_op_result(r->s, j->op, ok, ok && (!(j->parent_score > 0) || score < j->parent_score));
+    int improved = ok && (!(j->parent_score > 0) || score < j->parent_score);
+    kevo_search_op_result(r->s, j->op, ok, improved);
+    if (r->llm && j->model >= 0)
+        kevo_llmops_model_result(r->llm, j->model, ok, improved);
+    if (r->llm) {
+        struct kevo_cand_rec c;
+        memset(&c, 0, sizeof c);
+        int64_t parent = kevo_archive_cand_get(r->ar, j->id, &c) == KEVO_OK ? c.parent1 : 0;
+        kevo_archive_cand_clear(&c);
+        kevo_run_llm_note(r, j->id, parent, op_name(r, j->op), v, score);
+    }
     kevo_search_tick(r->s);
-    event(r, json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event", "eval", "id",
-                       (json_int_t)j->id, "op", j->op >= 0 ? r->ops[j->op]->name : "seed",
+    kevo_run_event(r, json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event", "eval", "id",
+                       (json_int_t)j->id, "op", op_name(r, j->op),
                        "verdict", v, "score_s", score, "sol_fraction", sol, "speedup", speedup,
                        "best", best, "message",
                        ok ? NULL : json_string_value(json_object_get(j->result, "message"))));
@@ -638,7 +601,7 @@ static const char *should_stop(struct runctx *r)
         return "interrupted";
     if (r->n_done >= r->budget)
         return "budget";
-    if (r->o->time_s > 0 && now_s() - r->t0 >= r->o->time_s)
+    if (r->o->time_s > 0 && kevo_run_now() - r->t0 >= r->o->time_s)
         return "time";
     if (r->o->target > 0 && r->best_sol >= r->o->target)
         return "target";
@@ -655,8 +618,9 @@ static const char *should_stop(struct runctx *r)
 /* Keep PER_SLOT jobs per slot queued while the search goes on. */
 static enum kevo_status fill(struct runctx *r)
 {
+    int llm = r->llm ? kevo_llmops_in_flight(r->llm) : 0;   /* room for their candidates */
     while (!r->reason && !r->exhausted && r->inflight < PER_SLOT * r->n_slots &&
-           r->n_done + r->inflight < r->budget) {
+           r->n_done + r->inflight + llm < r->budget) {
         struct job *j = NULL;
         enum kevo_status st = propose(r, &j);
         if (st == KEVO_ERR_NOTFOUND) {   /* nothing new now; results in flight may change that */
@@ -665,7 +629,7 @@ static enum kevo_status fill(struct runctx *r)
         }
         if (st)
             return st;
-        q_push(&r->jobs, j);
+        kevo_run_q_push(&r->jobs, j);
         r->inflight++;
     }
     return KEVO_OK;
@@ -675,27 +639,35 @@ static enum kevo_status fill(struct runctx *r)
 static enum kevo_status search_loop(struct runctx *r)
 {
     enum kevo_status st = KEVO_OK;
-    double last = now_s();
+    double last = kevo_run_now();
 
     while (!st) {
-        st = fill(r);
-        if (st || r->inflight == 0)
+        st = kevo_run_llm_fill(r);
+        if (!st)
+            st = fill(r);
+        int llm = r->llm ? kevo_llmops_in_flight(r->llm) : 0;
+        if (st || (r->inflight == 0 && llm == 0))
             break;
         struct job *j = q_pop(&r->done, WAIT_TICK_S);
         if (!j) {
             if (!r->reason)
                 r->reason = should_stop(r);
+        } else if (j->llm) {
+            st = kevo_run_llm_handle(r, j);
+            kevo_run_job_free(j);
+            if (!r->reason)
+                r->reason = should_stop(r);
         } else {
             r->inflight--;
-            st = j->st ? fail(r, j->st, "%s", j->msg ? j->msg : kevo_status_name(j->st))
+            st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : kevo_status_name(j->st))
                        : handle(r, j);
-            job_free(j);
+            kevo_run_job_free(j);
             if (!r->reason)
                 r->reason = should_stop(r);
         }
-        if (now_s() - last >= WAIT_TICK_S) {
-            event(r, status_json(r));
-            last = now_s();
+        if (kevo_run_now() - last >= WAIT_TICK_S) {
+            kevo_run_event(r, status_json(r));
+            last = kevo_run_now();
         }
     }
     if (!r->reason)
@@ -739,8 +711,11 @@ enum kevo_status kevo_run_reference_candidate(const char *text, size_t len, char
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl + 1 : end, *kw;
         size_t kl;
-        if (is_directive(p, e, &kw, &kl) && !(kl == 6 && !strncmp(kw, "launch", 6)) &&
-            !(kl == 4 && !strncmp(kw, "call", 4))) {
+        if (is_directive(p, e, &kw, &kl) && kl == 7 && !strncmp(kw, "holdout", 7)) {
+            /* held-out sizes stay secret: this text reaches archives and prompts */
+            st = kevo_buf_adds(&b, nl ? "//\n" : "//");
+        } else if (is_directive(p, e, &kw, &kl) && !(kl == 6 && !strncmp(kw, "launch", 6)) &&
+                   !(kl == 4 && !strncmp(kw, "call", 4))) {
             const char *k = strstr(p, "kevo");   /* "// kevo size" becomes "// task: size" */
             st = kevo_buf_add(&b, p, (size_t)(k - p));
             if (!st)
@@ -799,40 +774,70 @@ static char *slurp(const char *path, size_t *len)
     return kevo_buf_take(&b);
 }
 
-/* Seeds: the --seed files, else the reference as a candidate; each a pending candidate. */
-static enum kevo_status add_seeds(struct runctx *r)
+/* The seed texts: the --seed files (or, resuming an empty run, the ones it started with),
+ * else the reference as a candidate. Each is parsed here, before anything is created, so
+ * a bad seed fails the command with its file, line and column. */
+static enum kevo_status seed_genomes(struct runctx *r, struct kevo_genome **out, int *n_out)
 {
-    int n = r->o->n_seeds ? r->o->n_seeds : 1;
-    enum kevo_status st = KEVO_OK;
+    json_t *cfg_seeds = r->cfg ? json_object_get(r->cfg, "seeds") : NULL;
+    int n_cfg = (int)json_array_size(cfg_seeds), from_cfg = !r->o->n_seeds && n_cfg > 0;
+    int n = r->o->n_seeds ? r->o->n_seeds : from_cfg ? n_cfg : 1;
+    struct kevo_genome *g = kevo_calloc((size_t)n, sizeof *g);
+    enum kevo_status st = g ? KEVO_OK : KEVO_ERR_NOMEM;
 
+    *out = g;
+    *n_out = 0;
     for (int i = 0; i < n && !st; i++) {
-        const char *path = r->o->n_seeds ? r->o->seeds[i] : r->task_path;
+        const char *path = r->o->n_seeds ? r->o->seeds[i]
+                           : from_cfg ? json_string_value(json_array_get(cfg_seeds, (size_t)i))
+                                      : r->task_path;
         char *text = NULL, *pmsg = NULL;
         size_t len = 0;
-        struct kevo_genome g;
-        struct job *j = NULL;
 
-        if (r->o->n_seeds)
-            text = slurp(path, &len);
+        if (r->o->n_seeds || from_cfg)
+            text = path ? slurp(path, &len) : NULL;
         else
             st = kevo_run_reference_candidate(r->task_text, r->task_len, &text, &len);
         if (!st && !text)
-            st = fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+            st = kevo_run_fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path ? path : "?",
+                               strerror(errno));
         if (!st) {
-            st = kevo_genome_from_text(r->task, path, text, len, &g, &pmsg);
+            st = kevo_genome_from_text(r->task, path, text, len, &g[i], &pmsg);
             if (st)
-                st = fail(r, st, "%s", pmsg ? pmsg : kevo_status_name(st));
+                st = kevo_run_fail(r, st, "%s", pmsg ? pmsg : kevo_status_name(st));
+            else
+                (*n_out)++;
         }
-        if (!st) {
-            st = record(r, &g, "seed", -1, 0, 0, 0, i % kevo_search_islands(r->s), &j);
-            kevo_genome_clear(&g);
-            if (st == KEVO_ERR_INVALID)   /* the same seed twice, or already in the run */
-                st = KEVO_OK;
-        }
-        if (j)
-            q_push(&r->jobs, j), r->inflight++;
         kevo_free(pmsg);
         kevo_free(text);
+    }
+    return st;
+}
+
+static void free_genomes(struct kevo_genome *g, int n)
+{
+    for (int i = 0; g && i < n; i++)
+        kevo_genome_clear(&g[i]);
+    kevo_free(g);
+}
+
+/* Record the seeds as pending candidates: fill() sends them within the budget. */
+static enum kevo_status add_seeds(struct runctx *r, struct kevo_genome *g, int n)
+{
+    enum kevo_status st = KEVO_OK;
+    int64_t *p = kevo_reallocarray(r->pending, (size_t)(r->n_pending + n) + 1, sizeof *p);
+
+    if (!p)
+        return KEVO_ERR_NOMEM;
+    r->pending = p;
+    for (int i = 0; i < n && !st; i++) {
+        struct job *j = NULL;
+        st = kevo_run_record(r, &g[i], "seed", -1, 0, 0, 0, i % kevo_search_islands(r->s), &j);
+        if (st == KEVO_ERR_INVALID)   /* the same seed twice, or already in the run */
+            st = KEVO_OK;
+        if (j)
+            r->pending[r->n_pending++] = j->id;
+        kevo_run_job_free(j);
     }
     return st;
 }
@@ -849,13 +854,13 @@ static enum kevo_status reference(struct runctx *r)
     json_t *w;
 
     if (st) {
-        st = fail(r, st, "%s", msg ? msg : kevo_status_name(st));
+        st = kevo_run_fail(r, st, "%s", msg ? msg : kevo_status_name(st));
         kevo_free(msg);
         return st;
     }
     r->busy_s += json_number_value(json_object_get(r->ref, "request_s"));
     if (strcmp(verdict_of(r->ref), "ok") != 0)
-        return fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
+        return kevo_run_fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
                     r->task_path, verdict_of(r->ref),
                     json_string_value(json_object_get(r->ref, "message")));
     json_array_foreach(json_object_get(r->ref, "workloads"), i, w) {
@@ -864,7 +869,7 @@ static enum kevo_status reference(struct runctx *r)
             r->ref_median[idx] =
                 json_number_value(json_object_get(json_object_get(w, "time"), "median_s"));
     }
-    event(r, json_pack("{s:s, s:I, s:O}", "event", "reference", "run", (json_int_t)r->run,
+    kevo_run_event(r, json_pack("{s:s, s:I, s:O}", "event", "reference", "run", (json_int_t)r->run,
                        "workloads", json_object_get(r->ref, "workloads")));
     return KEVO_OK;
 }
@@ -900,7 +905,7 @@ static enum kevo_status rebuild(struct runctx *r)
     kevo_search_migrate(r->s);
     if (!st)
         st = kevo_archive_cand_ids(r->ar, r->run, KEVO_CAND_PENDING, &r->pending, &r->n_pending);
-    return st ? fail(r, st, "reading run %lld back: %s", (long long)r->run,
+    return st ? kevo_run_fail(r, st, "reading run %lld back: %s", (long long)r->run,
                      kevo_archive_errmsg(r->ar))
               : KEVO_OK;
 }
@@ -931,16 +936,16 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
         if (st)
             break;
         j->holdout = 1;
-        q_push(&r->jobs, j);
+        kevo_run_q_push(&r->jobs, j);
         j = NULL;
         while (!j)
             j = q_pop(&r->done, -1);
         char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
         r->busy_s += json_number_value(json_object_get(j->result, "request_s"));
-        st = j->st ? fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
+        st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
                    : kevo_archive_eval_add(r->ar, ids[i], "holdout", res ? res : "{}");
         const char *v = j->result ? verdict_of(j->result) : "crash";
-        event(r, json_pack("{s:s, s:I, s:s}", "event", "holdout", "id", (json_int_t)ids[i],
+        kevo_run_event(r, json_pack("{s:s, s:I, s:s}", "event", "holdout", "id", (json_int_t)ids[i],
                            "verdict", v));
         if (!st && strcmp(v, "ok") == 0)
             json_object_set_new(report, "final", json_pack("{s:I, s:s}", "id", (json_int_t)ids[i],
@@ -951,7 +956,7 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
                                                       json_string_value(json_object_get(
                                                           j->result, "message"))));
         kevo_free(res);
-        job_free(j);
+        kevo_run_job_free(j);
         if (json_object_get(report, "final"))
             break;
     }
@@ -983,7 +988,7 @@ static json_t *best_json(struct runctx *r, int64_t id)
 static json_t *report_json(struct runctx *r)
 {
     const struct kevo_elite *b = kevo_search_best(r->s);
-    double el = now_s() - r->t0;
+    double el = kevo_run_now() - r->t0;
     json_t *isl = json_array();
 
     for (int i = 0; i < kevo_search_islands(r->s); i++)
@@ -1030,12 +1035,12 @@ static enum kevo_status open_archive(struct runctx *r, const char *path)
     if (!path) {
         st = kevo_run_default_archive(def, sizeof def);
         if (st)
-            return fail(r, st, "no archive path: set KEVO_ARCHIVE or HOME");
+            return kevo_run_fail(r, st, "no archive path: set KEVO_ARCHIVE or HOME");
         path = def;
     }
     st = kevo_archive_open(path, &r->ar, &m);
     if (st)
-        st = fail(r, st, "%s", m ? m : path);
+        st = kevo_run_fail(r, st, "%s", m ? m : path);
     kevo_free(m);
     return st;
 }
@@ -1051,7 +1056,7 @@ static enum kevo_status load_task(struct runctx *r, const char *path)
         memset(&rr, 0, sizeof rr);
         st = kevo_archive_run_get(r->ar, r->o->resume, &rr);
         if (st)
-            return fail(r, st, "run %lld: %s", (long long)r->o->resume, kevo_archive_errmsg(r->ar));
+            return kevo_run_fail(r, st, "run %lld: %s", (long long)r->o->resume, kevo_archive_errmsg(r->ar));
         st = kevo_archive_source_get(r->ar, rr.task_hash, &r->task_text, &r->task_len);
         r->cfg = json_loads(rr.config_json ? rr.config_json : "{}", 0, NULL);
         r->run = rr.id;
@@ -1061,17 +1066,17 @@ static enum kevo_status load_task(struct runctx *r, const char *path)
         if (!st && (!r->cfg || !r->path_owned))
             st = KEVO_ERR_NOMEM;
         if (st)
-            return fail(r, st, "run %lld: its task or config cannot be read back from the "
+            return kevo_run_fail(r, st, "run %lld: its task or config cannot be read back from the "
                         "archive", (long long)r->o->resume);
     } else {
         r->task_path = path;
         r->task_text = slurp(path, &r->task_len);
         if (!r->task_text)
-            return fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+            return kevo_run_fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     }
     st = kevo_task_parse(r->task_path, r->task_text, r->task_len, &r->task, &m);
     if (st)
-        st = fail(r, st, "%s", m ? m : kevo_status_name(st));
+        st = kevo_run_fail(r, st, "%s", m ? m : kevo_status_name(st));
     kevo_free(m);
     return st;
 }
@@ -1093,25 +1098,25 @@ static enum kevo_status open_workers(struct runctx *r)
     struct kevo_sol_figures f;
 
     if (o->n_gpus > MAX_SLOTS)
-        return fail(r, KEVO_ERR_INVALID, "at most %d devices", MAX_SLOTS);
+        return kevo_run_fail(r, KEVO_ERR_INVALID, "at most %d devices", MAX_SLOTS);
     po.backend = r->backend;
     po.n_devices = o->n_gpus > 0 ? o->n_gpus : 1;
     po.devices = o->n_gpus > 0 ? o->gpus : &dev;
     po.exe = getenv("KEVO_WORKER_EXE");
     po.start_timeout_s = 60;
-    double t0 = now_s();
+    double t0 = kevo_run_now();
     enum kevo_status st = kevo_pool_open(&po, &r->pool, &m);
     if (st) {
-        st = fail(r, st, "cannot start %s workers: %s", r->backend, m ? m : "?");
+        st = kevo_run_fail(r, st, "cannot start %s workers: %s", r->backend, m ? m : "?");
         kevo_free(m);
         return st;
     }
     r->n_slots = kevo_pool_size(r->pool);
     st = kevo_evalreq_calibrate(r->pool, 0, r->backend, 0, CALIBRATE_DEADLINE_S, &calib, &m);
     /* every worker starts at once (its device init is the worker's time, not ours) */
-    r->busy_s += (now_s() - t0) * kevo_pool_size(r->pool);
+    r->busy_s += (kevo_run_now() - t0) * kevo_pool_size(r->pool);
     if (st) {
-        st = fail(r, st, "%s", m ? m : "calibration failed");
+        st = kevo_run_fail(r, st, "%s", m ? m : "calibration failed");
         kevo_free(m);
         return st;
     }
@@ -1135,20 +1140,56 @@ static enum kevo_status new_search(struct runctx *r)
               (uint64_t)n * 0x9E3779B97F4A7C15ull;
     enum kevo_status st = kevo_search_new(&sc, &r->s);
     if (st)
-        return fail(r, st, "bad search configuration (islands 1..%d)", KEVO_MAX_ISLANDS);
+        return kevo_run_fail(r, st, "bad search configuration (islands 1..%d)", KEVO_MAX_ISLANDS);
     r->ops = kevo_ops_builtin(&r->n_ops);
     for (int i = 0; i < r->n_ops; i++)
         kevo_search_op_register(r->s, i, r->ops[i]->name, r->ops[i]->prior);
     return KEVO_OK;
 }
 
-static enum kevo_status setup(struct runctx *r, const char *task_path)
+/* This session's options, with what a resumed run was started with filling the gaps. */
+static void effective_opts(struct runctx *r)
 {
-    const struct kevo_run_opts *o = r->o;
-    enum kevo_status st = open_archive(r, o->archive);
+    json_t *c = r->cfg, *g = json_object_get(c, "gpus");
+    const char *b = json_string_value(json_object_get(c, "backend"));
+
+    r->eff = *r->o;
+    r->o = &r->eff;
+    if (!c)
+        return;
+    if (!r->eff.target)
+        r->eff.target = json_number_value(json_object_get(c, "target"));
+    if (!r->eff.cost_cap)
+        r->eff.cost_cap = json_number_value(json_object_get(c, "cost_cap"));
+    if (!r->eff.eval.time_cap_s)
+        r->eff.eval.time_cap_s = json_number_value(json_object_get(c, "time_cap_s"));
+    if (json_integer_value(json_object_get(c, "trials")) >= 3)
+        r->eff.eval.trials = (int)json_integer_value(json_object_get(c, "trials"));
+    if (r->eff.eval.backend == KEVO_BACKEND_AUTO && b)
+        r->eff.eval.backend = !strcmp(b, "cpu") ? KEVO_BACKEND_CPU : KEVO_BACKEND_CUDA;
+    if (!r->eff.n_gpus && json_array_size(g) && json_array_size(g) <= MAX_SLOTS) {
+        for (size_t i = 0; i < json_array_size(g); i++)
+            r->gpus[i] = (int)json_integer_value(json_array_get(g, i));
+        r->eff.n_gpus = (int)json_array_size(g);
+        r->eff.gpus = r->gpus;
+    }
+}
+
+static enum kevo_status setup(struct runctx *r, const char *task_path,
+                              struct kevo_genome **seeds, int *n_seeds)
+{
+    const struct kevo_run_opts *o;
+    enum kevo_status st = open_archive(r, r->o->archive);
 
     if (!st)
         st = load_task(r, task_path);
+    if (st)
+        return st;
+    effective_opts(r);
+    o = r->o;
+    st = new_search(r);   /* checks the search options before the run exists */
+    if (!st && !o->resume)
+        st = seed_genomes(r, seeds, n_seeds);
     if (st)
         return st;
     r->backend = o->eval.backend == KEVO_BACKEND_CPU ? "cpu"
@@ -1163,7 +1204,7 @@ static enum kevo_status setup(struct runctx *r, const char *task_path)
         kevo_free(cs);
         json_decref(cfg);
         if (st)
-            return fail(r, st, "creating the run: %s", kevo_archive_errmsg(r->ar));
+            return kevo_run_fail(r, st, "creating the run: %s", kevo_archive_errmsg(r->ar));
     }
     r->budget = opt_i(r, o->budget, "budget", DEFAULT_BUDGET);
     r->stagnation = opt_i(r, o->stagnation, "stagnation", 0);
@@ -1173,14 +1214,20 @@ static enum kevo_status setup(struct runctx *r, const char *task_path)
     r->ref_median = kevo_calloc((size_t)r->n_wl + 1, sizeof *r->ref_median);
     if (!r->ref_median)
         return KEVO_ERR_NOMEM;
-    st = new_search(r);
+    if (o->resume && kevo_archive_run_finish(r->ar, r->run, KEVO_RUN_RUNNING, NULL) != KEVO_OK)
+        return kevo_run_fail(r, KEVO_ERR_IO, "run %lld: %s", (long long)r->run,
+                             kevo_archive_errmsg(r->ar));
+    st = open_workers(r);
     if (!st)
-        st = open_workers(r);
+        st = kevo_run_llm_start(r);
     return st;
 }
 
 static void teardown(struct runctx *r)
 {
+    kevo_run_llm_stop(r);   /* its threads push into r->done: stop them first */
+    for (struct job *j; (j = q_pop(&r->jobs, 0)) != NULL;)
+        kevo_run_job_free(j);   /* not sent: they stay pending in the archive */
     q_close(&r->jobs);
     for (int i = 0; i < r->n_threads; i++)
         pthread_join(r->threads[i], NULL);
@@ -1209,6 +1256,8 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
 {
     struct runctx r;
     json_t *rep = NULL;
+    struct kevo_genome *seeds = NULL;
+    int n_seeds = 0;
     enum kevo_status st;
 
     memset(&r, 0, sizeof r);
@@ -1219,20 +1268,24 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
     r.ev = ev;
     r.user = user;
     r.stop = stop;
-    r.t0 = now_s();
+    r.t0 = kevo_run_now();
     *out_json = NULL;
     *out_msg = NULL;
-    st = setup(&r, task_path);
+    st = setup(&r, task_path, &seeds, &n_seeds);
     if (run_id)
         *run_id = r.run;
     if (!st)
         st = start_threads(&r);
     if (!st)
         st = reference(&r);
-    if (!st)
-        st = o->resume ? rebuild(&r) : add_seeds(&r);
+    if (!st && o->resume)
+        st = rebuild(&r);
+    if (!st && o->resume && !r.n_done && !r.n_pending)   /* it stopped before its seeds */
+        st = seed_genomes(&r, &seeds, &n_seeds);
+    if (!st && n_seeds)
+        st = add_seeds(&r, seeds, n_seeds);
     if (!st) {
-        event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b}", "event", "start", "run",
+        kevo_run_event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b}", "event", "start", "run",
                             (json_int_t)r.run, "task", r.task->name, "backend", r.backend,
                             "budget", (json_int_t)r.budget, "workers", r.n_slots, "resumed",
                             o->resume != 0));
@@ -1242,11 +1295,13 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
         rep = report_json(&r);
         if (strcmp(r.reason, "interrupted") != 0)
             st = holdout_gate(&r, rep);
-        double el = now_s() - r.t0;   /* the whole run, the gate included */
+        double el = kevo_run_now() - r.t0;   /* the whole run, the gate included */
         json_object_set_new(rep, "elapsed_s", json_real(el));
         json_object_set_new(rep, "worker_busy_s", json_real(r.busy_s));
         json_object_set_new(rep, "controller_overhead",
                             json_real(el > 0 ? 1.0 - r.busy_s / (el * r.n_slots) : 0.0));
+        if (r.llm)
+            json_object_set_new(rep, "llm_spent", json_real(kevo_llmops_spent(r.llm)));
     }
     if (!st) {
         char *s = json_dumps(rep, JSON_INDENT(1));
@@ -1254,8 +1309,8 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
                                                                        : KEVO_RUN_DONE;
         st = s ? kevo_archive_run_finish(r.ar, r.run, rs, s) : KEVO_ERR_NOMEM;
         if (st)
-            st = fail(&r, st, "recording the report: %s", kevo_archive_errmsg(r.ar));
-        event(&r, json_pack("{s:s, s:O}", "event", "done", "report", rep));
+            st = kevo_run_fail(&r, st, "recording the report: %s", kevo_archive_errmsg(r.ar));
+        kevo_run_event(&r, json_pack("{s:s, s:O}", "event", "done", "report", rep));
         *out_json = s;
     } else if (r.ar && r.run && kevo_archive_run_finish(r.ar, r.run, KEVO_RUN_FAILED, NULL)) {
         KEVO_WARN("run %lld: could not mark it failed: %s", (long long)r.run,
@@ -1264,6 +1319,7 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
     if (st)
         *out_msg = r.msg.len ? kevo_buf_take(&r.msg) : kevo_strdup(kevo_status_name(st));
     json_decref(rep);
+    free_genomes(seeds, n_seeds);
     teardown(&r);
     return st;
 }

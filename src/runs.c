@@ -68,7 +68,7 @@ static json_t *one_run(struct kevo_archive *a, const struct kevo_run_rec *r)
         best = 0;
     if (kevo_archive_op_stats_json(a, r->id, &ops) != KEVO_OK)
         ops = NULL;
-    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:f, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+    json_t *o = json_pack("{s:I, s:s?, s:s?, s:s, s:f, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                           "id", (json_int_t)r->id, "task", r->task_name, "path", r->task_path,
                           "status", status_name(r->status), "started", r->started, "updated",
                           r->updated, "candidates", (json_int_t)n, "evaluated", (json_int_t)nd,

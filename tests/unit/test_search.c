@@ -18,7 +18,7 @@
 #include <string.h>
 
 static const char TASK[] =
-    "// kevo task t\n// kevo size N=1024\n// kevo size N=100\n"
+    "// kevo task t\n// kevo size N=1024\n// kevo size N=100\n// kevo holdout N=77\n"
     "// kevo input x f32[N] normal(0,1)\n// kevo output y f32[N]\n// kevo bytes 8*N\n"
     "// kevo launch ref grid=cdiv(N,256) block=256 (x, y, N)\n"
     "extern \"C\" __global__ void ref(const float *x, float *y, int n) {}\n";
@@ -85,6 +85,64 @@ static void test_genome_text_is_canonical(void **state)
     kevo_genome_clear(&g);
     kevo_genome_clear(&h);
     kevo_genome_clear(NULL);
+}
+
+/* The op context's "seen" set: keys proposed so far. */
+struct seen {
+    char keys[64][KEVO_HASH_HEX];
+    int n;
+};
+
+static int seen_fn(void *u, const char *key)
+{
+    struct seen *s = u;
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->keys[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+/* Review findings: a flag added then removed, or flags set in another order, is the same
+ * configuration and must have the same key; crossover works across different choices. */
+static void test_one_configuration_one_key(void **state)
+{
+    struct kevo_genome g, h, a, child;
+    char k0[KEVO_HASH_HEX], k1[KEVO_HASH_HEX], *t = NULL;
+    size_t n;
+    (void)state;
+    genome(&g, CAND);
+    assert_int_equal(kevo_genome_key(&g, k0), KEVO_OK);
+    assert_int_equal(kevo_genome_set_flag(&g, "-use_fast_math", 1), KEVO_OK);
+    assert_int_equal(kevo_genome_text(&g, &t, &n), KEVO_OK);
+    genome(&h, t);                       /* the materialized text read back */
+    kevo_free(t);
+    assert_int_equal(kevo_genome_set_flag(&h, "-use_fast_math", 0), KEVO_OK);
+    assert_int_equal(kevo_genome_key(&h, k1), KEVO_OK);
+    assert_string_equal(k0, k1);         /* added then removed: the seed again */
+    assert_int_equal(kevo_genome_set_flag(&g, "-restrict", 1), KEVO_OK);
+    assert_int_equal(kevo_genome_set_flag(&h, "-restrict", 1), KEVO_OK);
+    assert_int_equal(kevo_genome_set_flag(&h, "-use_fast_math", 1), KEVO_OK);
+    assert_int_equal(kevo_genome_key(&g, k0), KEVO_OK);
+    assert_int_equal(kevo_genome_key(&h, k1), KEVO_OK);
+    assert_string_equal(k0, k1);         /* the same flags in another order */
+    /* crossover between parents of one source with different choices */
+    genome(&a, CAND);
+    a.choice[0] = 0;
+    a.choice[1] = 2;
+    assert_true(kevo_genome_same_source(&g, &a));
+    int n_ops;
+    const struct kevo_operator *const *ops = kevo_ops_builtin(&n_ops);
+    struct seen seen = { .n = 0 };
+    struct kevo_rng rng = { 7 };
+    struct kevo_op_ctx c = { &rng, seen_fn, &seen };
+    for (int i = 0; i < n_ops; i++)
+        if (strcmp(ops[i]->name, "crossover") == 0) {
+            assert_int_equal(ops[i]->propose(&c, &g, &a, &child), KEVO_OK);
+            kevo_genome_clear(&child);
+        }
+    kevo_genome_clear(&g);
+    kevo_genome_clear(&h);
+    kevo_genome_clear(&a);
 }
 
 static void test_descriptors(void **state)
@@ -161,21 +219,6 @@ static void test_operator_weights(void **state)
     kevo_search_free(s);
 }
 
-/* The op context's "seen" set: keys proposed so far. */
-struct seen {
-    char keys[64][KEVO_HASH_HEX];
-    int n;
-};
-
-static int seen_fn(void *u, const char *key)
-{
-    struct seen *s = u;
-    for (int i = 0; i < s->n; i++)
-        if (strcmp(s->keys[i], key) == 0)
-            return 1;
-    return 0;
-}
-
 static void test_sweep_covers_each_param_once(void **state)
 {
     int n_ops;
@@ -222,6 +265,7 @@ static void test_reference_as_candidate(void **state)
     (void)state;
     assert_int_equal(kevo_run_reference_candidate(TASK, strlen(TASK), &t, &n), KEVO_OK);
     assert_non_null(strstr(t, "// task: size N=1024\n"));
+    assert_null(strstr(t, "holdout"));
     assert_non_null(strstr(t, "// kevo launch ref grid"));
     if (kevo_candidate_parse(task, "ref.cu", t, n, &c, &m) != KEVO_OK)
         fail_msg("%s", m ? m : "?");
@@ -234,6 +278,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_genome_text_is_canonical),
+        cmocka_unit_test(test_one_configuration_one_key),
         cmocka_unit_test(test_descriptors),
         cmocka_unit_test(test_grid_migration_and_parents),
         cmocka_unit_test(test_operator_weights),

@@ -1,0 +1,141 @@
+/*
+ * run_int - what the files of `kevo run` share: run.c (the controller, the search loop,
+ * the held-out gate) and run_llm.c (the LLM operators' side of the loop). Private to
+ * them; the contract is kevo.h (kevo_run) and run.h.
+ */
+#ifndef KEVO_RUN_INT_H
+#define KEVO_RUN_INT_H
+
+#include "archive.h"
+#include "buf.h"
+#include "genome.h"
+#include "kevo.h"
+#include "llmops.h"
+#include "ops.h"
+#include "pool.h"
+#include "search.h"
+#include "task.h"
+
+#include <jansson.h>
+#include <pthread.h>
+
+#define GENOME_CACHE 64
+#define MAX_SLOTS 64
+#define RECENT 64                  /* recent verdicts kept for prompts and the fix operator */
+
+struct job {
+    int64_t id;                    /* candidate id; 0 for the reference */
+    int holdout;
+    int op;                        /* operator index; -1 for seeds */
+    int island;
+    double parent_score;           /* of parent 1; 0 when none */
+    struct kevo_genome g;          /* what is evaluated (empty for the reference) */
+    char *text;                    /* kevo_genome_text(g) */
+    char path[64];
+    json_t *result;                /* the worker's result */
+    enum kevo_status st;           /* kevo's own failure */
+    char *msg;
+    struct kevo_llm_call *llm;     /* set: a finished LLM call, not an evaluation */
+    int model;                     /* the LLM model that wrote it; -1: none */
+    struct job *next;
+};
+
+struct queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job *head, *tail;
+    int closed;
+};
+
+struct cached_genome {
+    int64_t id;
+    struct kevo_genome g;
+};
+
+struct recent {                    /* one recent verdict */
+    int64_t id, parent;
+    char op[32], verdict[32];
+    double score;
+    int fixed;                     /* already given to the fix operator */
+};
+
+struct runctx {
+    const struct kevo_run_opts *o; /* &eff once the run's options are known */
+    struct kevo_run_opts eff;      /* this session's options + the resumed run's */
+    int gpus[MAX_SLOTS];
+    const char *task_path;
+    char *path_owned;              /* a resumed run's task path, from the archive */
+    json_t *cfg;                   /* a resumed run's config */
+    struct kevo_task *task;
+    char *task_text;
+    size_t task_len;
+    struct kevo_archive *ar;
+    int64_t run;
+    struct kevo_pool *pool;
+    int n_slots;
+    const char *backend;
+    json_t *calib, *sol;
+    json_t *ref;                   /* the reference's timed result */
+    double *ref_median;            /* per workload index; 0 when not timed */
+    int n_wl;
+    struct kevo_search *s;
+    const struct kevo_operator *const *ops;
+    int n_ops;
+    struct queue jobs, done;
+    pthread_t threads[MAX_SLOTS];
+    int n_threads;
+    double busy_s;                 /* seconds workers were working for the run: starting
+                                      (device init), calibrating, evaluating */
+    int inflight;
+    int64_t *pending;              /* candidates to (re)send before proposing */
+    int n_pending, i_pending;
+    struct cached_genome cache[GENOME_CACHE];
+    int cache_next;
+    int64_t budget, stagnation, n_done, n_ok, since_best;
+    double t0, best_sol;
+    const char *reason;            /* why the search stopped */
+    int exhausted;
+    kevo_run_event_fn ev;
+    void *user;
+    volatile int *stop;
+    struct kevo_buf msg;           /* kevo's own failure */
+    /* the LLM operators (run_llm.c); llm NULL when the run has no models */
+    struct kevo_llmops *llm;
+    struct kevo_llm_model *models;
+    int n_models;
+    int op_base;                   /* the LLM ops' index in the search's operator table */
+    struct recent recent[RECENT];
+    int n_recent;
+    int llm_refused;               /* the cost cap refused a call: no more are started */
+};
+
+
+/* ---- run.c ---- */
+double kevo_run_now(void);
+void kevo_run_job_free(struct job *j);
+void kevo_run_q_push(struct queue *q, struct job *j);
+void kevo_run_event(struct runctx *r, json_t *e);             /* takes e */
+enum kevo_status kevo_run_fail(struct runctx *r, enum kevo_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The genome of candidate id (cached; borrowed until the next call). */
+KEVO_NODISCARD enum kevo_status kevo_run_genome_of(struct runctx *r, int64_t id,
+                                                   const struct kevo_genome **out);
+/* A job for genome g (taken), recorded as a pending candidate; KEVO_ERR_INVALID when the
+ * run already has it. */
+KEVO_NODISCARD enum kevo_status kevo_run_record(struct runctx *r, struct kevo_genome *g,
+                                                const char *op, int op_i, int64_t p1, int64_t p2,
+                                                double p1_score, int island, struct job **out);
+
+/* ---- run_llm.c ---- */
+/* Start the LLM operators when the run has models (no-op otherwise). */
+KEVO_NODISCARD enum kevo_status kevo_run_llm_start(struct runctx *r);
+void kevo_run_llm_stop(struct runctx *r);
+/* Keep the LLM calls in flight while the search goes on. */
+KEVO_NODISCARD enum kevo_status kevo_run_llm_fill(struct runctx *r);
+/* A finished call came back through the done queue: record it and propose its candidate. */
+KEVO_NODISCARD enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j);
+/* Remember a verdict (for prompts' sibling summaries and the fix operator). */
+void kevo_run_llm_note(struct runctx *r, int64_t id, int64_t parent, const char *op,
+                       const char *verdict, double score);
+
+#endif

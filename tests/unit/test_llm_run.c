@@ -1,0 +1,260 @@
+/*
+ * test_llm_run - kevo run with LLM operators on the CPU backend, driven by a fake provider
+ * (real HTTP on loopback, tests/unit/fake_provider.h) that answers by what the prompt asks:
+ * generate gets a first implementation that does not compile, fix gets the SEARCH/REPLACE
+ * edit that repairs it, improve gets a whole faster file, a plan gets a strategy. The run
+ * must go generate -> fix -> improve and beat the (slow) reference; every call is recorded
+ * with its tokens and cost; the cost cap stops new calls; and a session that may not use
+ * the network is answered from the archive's response cache. Needs KEVO_BIN (the worker).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "fake_provider.h"
+
+#include "archive.h"
+#include "kevo.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#define TASK "tests/search/slow_ref.c"
+
+static char dir[256];
+static const char *kevo_bin;
+static char prices[300];
+
+/* ---- the fake model ---- */
+
+static const char GEN[] =
+    "Here is a first version.\n```c\n// kevo call fast_affine(x, y, N)\n"
+    "void fast_affine(const float *x, float *y, int n)\n{\n"
+    "    for (int i = 0; i < n; i++)\n        y[i] = 2.0f * x[i] + 1.0f\n}\n```\n";
+static const char FIX[] =
+    "The statement lacks its semicolon.\n<<<<<<< SEARCH\n        y[i] = 2.0f * x[i] + 1.0f\n"
+    "=======\n        y[i] = 2.0f * x[i] + 1.0f;\n>>>>>>> REPLACE\n";
+static const char IMPROVE[] =
+    "Unrolled by four.\n```c\n// kevo call fast_affine4(x, y, N)\n"
+    "void fast_affine4(const float *restrict x, float *restrict y, int n)\n{\n"
+    "    int i = 0;\n    for (; i + 4 <= n; i += 4) {\n"
+    "        y[i] = 2.0f * x[i] + 1.0f;\n        y[i + 1] = 2.0f * x[i + 1] + 1.0f;\n"
+    "        y[i + 2] = 2.0f * x[i + 2] + 1.0f;\n        y[i + 3] = 2.0f * x[i + 3] + 1.0f;\n"
+    "    }\n    for (; i < n; i++)\n        y[i] = 2.0f * x[i] + 1.0f;\n}\n```\n";
+static const char PLAN[] = "Remove the repeated computation; one pass over x.";
+static const char CROSS[] = "I would rather not combine these.";
+
+static pthread_mutex_t body_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *bodies[256];
+static int n_bodies;
+
+/* An OpenAI chat completion whose content is text, with fixed usage. */
+static const char *completion(const char *text)
+{
+    json_t *r = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}], s:{s:i, s:i}}", "id", "c",
+                          "choices", "index", 0, "message", "role", "assistant", "content", text,
+                          "finish_reason", "stop", "usage", "prompt_tokens", 1000,
+                          "completion_tokens", 100);
+    char *s = json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    pthread_mutex_lock(&body_mu);
+    if (n_bodies < 256)
+        bodies[n_bodies++] = s;
+    pthread_mutex_unlock(&body_mu);
+    return s;
+}
+
+static const char *respond(void *user, const char *req)
+{
+    (void)user;
+    if (strstr(req, "Write a first fast implementation"))
+        return completion(GEN);
+    if (strstr(req, "This candidate fails. Fix it"))
+        return completion(FIX);
+    if (strstr(req, "Make this candidate faster") || strstr(req, "Implement exactly this strategy"))
+        return completion(IMPROVE);
+    if (strstr(req, "choose ONE optimization strategy"))
+        return completion(PLAN);
+    return completion(CROSS);
+}
+
+/* ---- set-up ---- */
+
+static int setup(void **state)
+{
+    (void)state;
+    kevo_bin = getenv("KEVO_BIN");
+    if (!kevo_bin)
+        return 0;
+    snprintf(dir, sizeof dir, "/tmp/kevo-test-llm-run-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    setenv("KEVO_WORKER_EXE", kevo_bin, 1);
+    snprintf(prices, sizeof prices, "%s/prices.json", dir);
+    FILE *f = fopen(prices, "w");
+    if (!f)
+        return -1;
+    fputs("{\"fake\": {\"in\": 1.0, \"out\": 10.0}}\n", f);   /* a call: 0.001 + 0.001 */
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[512];
+    (void)state;
+    for (int i = 0; i < n_bodies; i++)
+        free(bodies[i]);
+    if (!kevo_bin)
+        return 0;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) ? -1 : 0;
+}
+
+static void opts(struct kevo_run_opts *o, char *archive, const char **models, char *model,
+                 int port)
+{
+    kevo_run_opts_default(o);
+    snprintf(archive, 512, "%s/llm.db", dir);
+    snprintf(model, 128, "openai:fake@http://127.0.0.1:%d/v1", port);
+    models[0] = model;
+    o->archive = archive;
+    o->eval.backend = KEVO_BACKEND_CPU;
+    o->eval.time_cap_s = 0.05;
+    o->n_models = 1;
+    o->models = models;
+    o->llm_concurrency = 1;
+    o->prices = prices;
+}
+
+static json_t *run(const struct kevo_run_opts *o)
+{
+    char *out = NULL, *msg = NULL;
+    int64_t id = 0;
+    if (kevo_run(TASK, o, NULL, NULL, NULL, &id, &out, &msg) != KEVO_OK)
+        fail_msg("kevo_run: %s", msg ? msg : "?");
+    json_t *r = json_loads(out, 0, NULL);
+    kevo_free(out);
+    kevo_free(msg);
+    assert_non_null(r);
+    return r;
+}
+
+/* count(*) and sum over an SQL query on the archive (one row, one or two columns). */
+static double q1(const char *db, const char *sql, int col)
+{
+    sqlite3 *s = NULL;
+    sqlite3_stmt *q = NULL;
+    double v = -1;
+    assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    if (sqlite3_prepare_v2(s, sql, -1, &q, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(s));
+    if (sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_double(q, col);
+    sqlite3_finalize(q);
+    sqlite3_close(s);
+    return v;
+}
+
+/* ---- the tests ---- */
+
+static void test_generate_fix_improve(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512], model[128], sql[512];
+    const char *models[1];
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    struct fake *f = fake_start(NULL, 0);
+    f->respond = respond;
+    opts(&o, archive, models, model, f->port);
+    o.budget = 14;
+    json_t *r = run(&o);
+    fake_stop(f);
+    /* the reference (seed), then the model's candidates: generate fails to compile, fix
+     * repairs it, improve (or plan) gives a whole faster file */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM candidates WHERE op = 'llm_generate' AND "
+             "verdict = 'compile_error'");
+    assert_true(q1(archive, sql, 0) >= 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM candidates WHERE op = 'llm_fix' AND "
+             "verdict = 'ok'");
+    assert_true(q1(archive, sql, 0) >= 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM candidates WHERE op IN ('llm_improve', "
+             "'llm_plan') AND verdict = 'ok'");
+    assert_true(q1(archive, sql, 0) >= 1);
+    /* better than the reference, by far */
+    double sp = json_real_value(json_object_get(json_object_get(r, "best"), "speedup"));
+    print_message("[ llm run  ] best %s, %.1fx the reference\n",
+                  json_string_value(json_object_get(json_object_get(r, "best"), "op")), sp);
+    assert_true(sp > 3.0);
+    /* every call recorded with its tokens and its cost (a prompt asked again in the run
+     * is answered from the cache: no tokens, no cost) */
+    double calls = q1(archive, "SELECT count(*) FROM llm_calls WHERE status NOT LIKE 'cached%'", 0);
+    double cost = q1(archive, "SELECT sum(cost) FROM llm_calls", 0);
+    double toks = q1(archive, "SELECT sum(tokens_in) FROM llm_calls", 0);
+    assert_true(calls >= 3);
+    assert_true(toks == 1000 * calls);
+    assert_true(cost > 0.002 * calls - 1e-9 && cost < 0.002 * calls + 1e-9);
+    /* the prompts carry no holdout size (N=1001) */
+    assert_true(q1(archive, "SELECT count(*) FROM llm_calls WHERE instr(prompt, 'N=1001') > 0",
+                   0) == 0);
+    json_decref(r);
+
+    /* offline, the network unused: the generate prompt (task, device, notes) was answered
+     * before, so it comes from the cache; the rest cannot be asked */
+    opts(&o, archive, models, model, 1);   /* port 1: nothing listens there */
+    o.offline = 1;
+    o.budget = 6;
+    r = run(&o);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls WHERE status = 'cached' AND "
+             "run_id = %d", (int)json_integer_value(json_object_get(r, "run")));
+    assert_true(q1(archive, sql, 0) >= 1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls WHERE status IN ('network', "
+             "'timeout') AND run_id = %d", (int)json_integer_value(json_object_get(r, "run")));
+    assert_true(q1(archive, sql, 0) == 0);
+    json_decref(r);
+}
+
+static void test_cost_cap(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512], model[128], sql[300];
+    const char *models[1];
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    struct fake *f = fake_start(NULL, 0);
+    f->respond = respond;
+    opts(&o, archive, models, model, f->port);
+    snprintf(archive, 512, "%s/cap.db", dir);
+    o.budget = 40;
+    o.cost_cap = 0.1;   /* a call holds 0.082 in reserve (8192 tokens out) and costs 0.002 */
+    json_t *r = run(&o);
+    fake_stop(f);
+    double cost = q1(archive, "SELECT sum(cost) FROM llm_calls", 0);
+    print_message("[ cost cap ] %.3f spent of 0.1, %s\n", cost, json_string_value(json_object_get(r, "reason")));
+    assert_true(cost <= 0.1);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls");
+    assert_true(q1(archive, sql, 0) >= 1);
+    json_decref(r);
+    /* a cap with a model that has no price refuses to start, naming it */
+    char *out = NULL, *msg = NULL;
+    opts(&o, archive, models, model, 1);
+    snprintf(model, 128, "openai:unpriced@http://127.0.0.1:1/v1");
+    o.cost_cap = 1.0;
+    assert_int_not_equal(kevo_run(TASK, &o, NULL, NULL, NULL, NULL, &out, &msg), KEVO_OK);
+    assert_non_null(strstr(msg, "'unpriced' has no price"));
+    kevo_free(msg);
+    kevo_free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_generate_fix_improve),
+        cmocka_unit_test(test_cost_cap),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
