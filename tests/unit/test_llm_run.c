@@ -21,6 +21,8 @@
 #include <sqlite3.h>
 
 #define TASK "tests/search/slow_ref.c"
+#define SECRET "sk-kevo-test-SECRET-9f8e7d6c5b4a"
+static char f_last_auth[65536];
 
 static char dir[256];
 static const char *kevo_bin;
@@ -68,6 +70,9 @@ static const char *completion(const char *text)
 static const char *respond(void *user, const char *req)
 {
     (void)user;
+    pthread_mutex_lock(&body_mu);
+    snprintf(f_last_auth, sizeof f_last_auth, "%.60000s", req);
+    pthread_mutex_unlock(&body_mu);
     if (strstr(req, "Write a first fast implementation"))
         return completion(GEN);
     if (strstr(req, "This candidate fails. Fix it"))
@@ -128,11 +133,20 @@ static void opts(struct kevo_run_opts *o, char *archive, const char **models, ch
     o->prices = prices;
 }
 
+static json_t *events_json;   /* every event of the last run, as strings */
+
+static void on_event(void *user, const char *e)
+{
+    (void)user;
+    if (events_json)
+        json_array_append_new(events_json, json_string(e));
+}
+
 static json_t *run(const struct kevo_run_opts *o)
 {
     char *out = NULL, *msg = NULL;
     int64_t id = 0;
-    if (kevo_run(TASK, o, NULL, NULL, NULL, &id, &out, &msg) != KEVO_OK)
+    if (kevo_run(TASK, o, on_event, NULL, NULL, &id, &out, &msg) != KEVO_OK)
         fail_msg("kevo_run: %s", msg ? msg : "?");
     json_t *r = json_loads(out, 0, NULL);
     kevo_free(out);
@@ -157,6 +171,37 @@ static double q1(const char *db, const char *sql, int col)
     return v;
 }
 
+/* The key appears nowhere kevo writes: the archive file (and its WAL), the report, the
+ * events. */
+static void no_secret_in(const char *db, json_t *report)
+{
+    const char *suffix[] = { "", "-wal" };
+    for (int i = 0; i < 2; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s%s", db, suffix[i]);
+        FILE *fp = fopen(path, "rb");
+        if (!fp)
+            continue;
+        static char buf[1 << 20];
+        size_t n, keep = 0, k = strlen(SECRET);
+        while ((n = fread(buf + keep, 1, sizeof buf - keep, fp)) > 0) {
+            n += keep;
+            if (memmem(buf, n, SECRET, k))
+                fail_msg("the key is in %s", path);
+            keep = n < k ? n : k - 1;
+            memmove(buf, buf + n - keep, keep);
+        }
+        fclose(fp);
+    }
+    char *rep = json_dumps(report, 0), *ev = json_dumps(events_json, 0);
+    assert_null(strstr(rep, SECRET));
+    assert_null(strstr(ev, SECRET));
+    free(rep);
+    free(ev);
+    json_decref(events_json);
+    events_json = NULL;
+}
+
 /* ---- the tests ---- */
 
 static void test_generate_fix_improve(void **state)
@@ -171,8 +216,12 @@ static void test_generate_fix_improve(void **state)
     f->respond = respond;
     opts(&o, archive, models, model, f->port);
     o.budget = 14;
+    setenv("OPENAI_API_KEY", SECRET, 1);   /* sent to the fake; never stored or shown */
+    events_json = json_array();
     json_t *r = run(&o);
     fake_stop(f);
+    assert_non_null(strstr(f_last_auth, SECRET));   /* the provider did get it */
+    no_secret_in(archive, r);
     /* the reference (seed), then the model's candidates: generate fails to compile, fix
      * repairs it, improve (or plan) gives a whole faster file */
     snprintf(sql, sizeof sql, "SELECT count(*) FROM candidates WHERE op = 'llm_generate' AND "
