@@ -32,6 +32,7 @@ static const char usage_text[] =
     "  run TASK [--budget N] [--time SECONDS] [--target F] [--gpus LIST] [--seed CAND]...\n"
     "      [--resume ID] [--islands N] [--stagnation N] [--archive PATH] [--json]\n"
     "      [--model SPEC]... [--cost-cap X] [--llm-concurrency N] [--offline] [--prompts DIR]\n"
+    "      [--prices FILE] [--config FILE]   (LLM operators: docs/llm.md)\n"
     "      [eval options]                evolve faster candidates (docs/search.md)\n"
     "  runs [ID] [--archive PATH] [--json]  the runs in the archive, or one run's report\n"
     "  export ID --out DIR [--archive PATH]  the run's best kernel as standalone files\n"

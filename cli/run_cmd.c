@@ -204,15 +204,66 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
     return 1;
 }
 
+/*
+ * The config file ($KEVO_CONFIG, else ~/.config/kevo/config.json when it exists, or
+ * --config FILE): {"models": ["openai:gpt-5", ...], "llm_concurrency": 4, "cost_cap": 5.0,
+ * "prices": "path", "prompts": "dir", "archive": "path"}. Command-line options win; the
+ * strings stay in *keep (decref it after the run). Returns 0, or -1 after saying why.
+ */
+static int load_config(const char *path, struct kevo_run_opts *o,
+                       const char **models, json_t **keep)
+{
+    char def[4096];
+    const char *home = getenv("HOME"), *env = getenv("KEVO_CONFIG");
+    json_error_t e;
+
+    *keep = NULL;
+    if (!path && env && *env)
+        path = env;
+    if (!path && home) {
+        snprintf(def, sizeof def, "%s/.config/kevo/config.json", home);
+        if (access(def, F_OK) != 0)
+            return 0;
+        path = def;
+    }
+    if (!path)
+        return 0;
+    json_t *c = json_load_file(path, 0, &e);
+    if (!c || !json_is_object(c)) {
+        fprintf(stderr, "kevo: %s:%d: %s\n", path, e.line, c ? "not a JSON object" : e.text);
+        json_decref(c);
+        return -1;
+    }
+    json_t *m = json_object_get(c, "models"), *v;
+    size_t i;
+    if (!o->n_models && json_is_array(m))
+        json_array_foreach(m, i, v)
+            if (json_is_string(v) && o->n_models < 64)
+                models[o->n_models++] = json_string_value(v);
+    if (!o->llm_concurrency && json_is_integer(json_object_get(c, "llm_concurrency")))
+        o->llm_concurrency = (int)json_integer_value(json_object_get(c, "llm_concurrency"));
+    if (!o->cost_cap && json_is_number(json_object_get(c, "cost_cap")))
+        o->cost_cap = json_number_value(json_object_get(c, "cost_cap"));
+    if (!o->prices)
+        o->prices = json_string_value(json_object_get(c, "prices"));
+    if (!o->prompts_dir)
+        o->prompts_dir = json_string_value(json_object_get(c, "prompts"));
+    if (!o->archive)
+        o->archive = json_string_value(json_object_get(c, "archive"));
+    *keep = c;
+    return 0;
+}
+
 int cli_cmd_run(int argc, char **argv)
 {
     struct kevo_run_opts o;
     struct show sh = { 0, isatty(2), 0 };
     int gpus[MAX_GPUS], rc = 0;
     const char **seeds = calloc((size_t)argc + 1, sizeof *seeds), *task = NULL;
-    const char **models = calloc((size_t)argc + 1, sizeof *models);
+    const char **models = calloc((size_t)argc + 65, sizeof *models), *config = NULL;
     char *json = NULL, *msg = NULL;
     int64_t id = 0;
+    json_t *cfg = NULL;
 
     if (!seeds || !models) {
         free(seeds);
@@ -230,6 +281,10 @@ int cli_cmd_run(int argc, char **argv)
             return free(seeds), free(models), EXIT_USAGE;
         if (r > 0)
             continue;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            config = argv[++i];
+            continue;
+        }
         if (argv[i][0] == '-' || task) {
             fprintf(stderr, "kevo: unexpected '%s'\n", argv[i]);
             return free(seeds), free(models), cli_usage(NULL);
@@ -238,8 +293,11 @@ int cli_cmd_run(int argc, char **argv)
     }
     if (!task && !o.resume)
         return free(seeds), free(models), cli_usage("run needs a task file (or --resume ID)");
+    if (load_config(config, &o, models, &cfg) < 0)
+        return free(seeds), free(models), EXIT_USAGE;
     signal(SIGINT, on_sigint);
     enum kevo_status st = kevo_run(task, &o, on_event, &sh, &stop_flag, &id, &json, &msg);
+    json_decref(cfg);
     clear_status(&sh);
     if (st) {
         fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));

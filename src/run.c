@@ -1190,6 +1190,8 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
     st = new_search(r);   /* checks the search options before the run exists */
     if (!st && !o->resume)
         st = seed_genomes(r, seeds, n_seeds);
+    if (!st)
+        st = kevo_run_llm_prepare(r);
     if (st)
         return st;
     r->backend = o->eval.backend == KEVO_BACKEND_CPU ? "cpu"

@@ -127,6 +127,9 @@ KEVO_NODISCARD enum kevo_status kevo_run_record(struct runctx *r, struct kevo_ge
                                                 double p1_score, int island, struct job **out);
 
 /* ---- run_llm.c ---- */
+/* Parse the run's models and their prices (before the run exists: a bad --model fails
+ * the command, not a run). */
+KEVO_NODISCARD enum kevo_status kevo_run_llm_prepare(struct runctx *r);
 /* Start the LLM operators when the run has models (no-op otherwise). */
 KEVO_NODISCARD enum kevo_status kevo_run_llm_start(struct runctx *r);
 void kevo_run_llm_stop(struct runctx *r);

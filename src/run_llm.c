@@ -77,11 +77,9 @@ static enum kevo_status load_prices(struct runctx *r)
     return KEVO_OK;
 }
 
-enum kevo_status kevo_run_llm_start(struct runctx *r)
+enum kevo_status kevo_run_llm_prepare(struct runctx *r)
 {
     const struct kevo_run_opts *o = r->o;
-    struct kevo_llmops_cfg cfg;
-    double spent = 0;
     enum kevo_status st = KEVO_OK;
 
     if (!o->n_models)
@@ -98,10 +96,18 @@ enum kevo_status kevo_run_llm_start(struct runctx *r)
             r->n_models++;
         kevo_free(m);
     }
-    if (!st)
-        st = load_prices(r);
-    if (st)
-        return st;
+    return st ? st : load_prices(r);
+}
+
+enum kevo_status kevo_run_llm_start(struct runctx *r)
+{
+    const struct kevo_run_opts *o = r->o;
+    struct kevo_llmops_cfg cfg;
+    double spent = 0;
+    enum kevo_status st;
+
+    if (!r->n_models)
+        return KEVO_OK;
     r->op_base = r->n_ops;
     for (int i = 0; i < KEVO_LLMOP_COUNT; i++)
         kevo_search_op_register(r->s, r->op_base + i, kevo_llmop_names[i], 1.0);
