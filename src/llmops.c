@@ -90,6 +90,9 @@ static void *worker(void *p)
                 !c->reply.status[0])
                 snprintf(c->reply.status, sizeof c->reply.status, "kevo_error");
             c->cost = price(m, c->reply.tokens_in, c->reply.tokens_out);
+            /* a reply without usage is charged its worst case: the cap must hold */
+            if (!strcmp(c->reply.status, "ok") && !c->reply.tokens_in && !c->reply.tokens_out)
+                c->cost = it->reserve;
         }
         pthread_mutex_lock(&o->mu);
         o->spent += c->cost;
@@ -229,8 +232,9 @@ enum kevo_status kevo_llmops_submit(struct kevo_llmops *o, struct kevo_llm_call 
 {
     const struct kevo_llm_model *m = &o->cfg.models[c->model];
     int max_out = o->cfg.max_tokens > 0 ? o->cfg.max_tokens : 8192;
+    /* the worst case: a token per byte of prompt, the whole max_tokens of output */
     double reserve = c->from_cache ? 0 : price(m, (int64_t)((c->user ? strlen(c->user) : 0) +
-                                                            (c->system ? strlen(c->system) : 0)) / 3 + 1,
+                                                            (c->system ? strlen(c->system) : 0)) + 1,
                                                max_out);
     struct item *it = kevo_calloc(1, sizeof *it);
 

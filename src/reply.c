@@ -191,12 +191,26 @@ static enum kevo_status parse_edits(const struct lines *R, struct edit **out, in
 
 /* ---- fenced blocks ---- */
 
-static int fence(const struct line *l)
+/* The length of the backtick fence a line opens with (>= 3), else 0. */
+static size_t fence(const struct line *l)
 {
-    size_t i = 0;
+    size_t i = 0, k = 0;
     while (i < l->n && i < 3 && l->s[i] == ' ')
         i++;
-    return l->n - i >= 3 && memcmp(l->s + i, "```", 3) == 0;
+    while (i + k < l->n && l->s[i + k] == '`')
+        k++;
+    return k >= 3 ? k : 0;
+}
+
+/* Does l close a block opened by a fence of len backticks? Only a bare fence at least
+ * as long does (CommonMark's rule), so ```c inside a block or a ```` wrapper's inner
+ * ``` does not end it. */
+static int closes(const struct line *l, size_t len)
+{
+    size_t k = fence(l), n = rtrim(l), i = 0;
+    while (i < n && l->s[i] == ' ')
+        i++;
+    return k >= len && i + k == n;
 }
 
 static int has_plan(const struct lines *R, size_t a, size_t b)
@@ -217,10 +231,11 @@ static enum kevo_status pick_block(const struct lines *R, size_t *a, size_t *b, 
     int best_plan = -1, open = 0;
 
     for (size_t i = 0; i < R->n; i++) {
-        if (!fence(&R->v[i]))
+        size_t len = fence(&R->v[i]);
+        if (!len)
             continue;
         size_t j = i + 1;
-        while (j < R->n && !fence(&R->v[j]))
+        while (j < R->n && !closes(&R->v[j], len))
             j++;
         if (j == R->n) {
             open = 1;

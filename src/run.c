@@ -545,6 +545,7 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     enum kevo_status st = metrics && res ? KEVO_OK : KEVO_ERR_NOMEM;
 
     r->busy_s += json_number_value(json_object_get(j->result, "request_s"));
+    r->llm_idle = 0;   /* a new result: the prompts have something new to say */
     if (ok)
         summarize(r, j->result, &score, &sol, &speedup);
     ok = ok && score > 0;
@@ -567,6 +568,7 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
         kevo_free(ds);
         json_decref(dj);
         best = kevo_search_place(r->s, j->island, kevo_desc_cell(&d), j->id, score);
+        r->exhausted = 0;   /* a new elite may have neighbours nobody tried */
         if (best)
             r->best_sol = sol;
     }
@@ -618,13 +620,13 @@ static const char *should_stop(struct runctx *r)
 /* Keep PER_SLOT jobs per slot queued while the search goes on. */
 static enum kevo_status fill(struct runctx *r)
 {
-    int llm = r->llm ? kevo_llmops_in_flight(r->llm) : 0;   /* room for their candidates */
+    int llm = r->llm_outstanding;   /* room for their candidates */
     while (!r->reason && !r->exhausted && r->inflight < PER_SLOT * r->n_slots &&
            r->n_done + r->inflight + llm < r->budget) {
         struct job *j = NULL;
         enum kevo_status st = propose(r, &j);
         if (st == KEVO_ERR_NOTFOUND) {   /* nothing new now; results in flight may change that */
-            r->exhausted = r->inflight == 0;
+            r->exhausted = r->inflight == 0 && r->llm_outstanding == 0;
             break;
         }
         if (st)
@@ -645,14 +647,14 @@ static enum kevo_status search_loop(struct runctx *r)
         st = kevo_run_llm_fill(r);
         if (!st)
             st = fill(r);
-        int llm = r->llm ? kevo_llmops_in_flight(r->llm) : 0;
-        if (st || (r->inflight == 0 && llm == 0))
+        if (st || (r->inflight == 0 && r->llm_outstanding == 0))
             break;
         struct job *j = q_pop(&r->done, WAIT_TICK_S);
         if (!j) {
             if (!r->reason)
                 r->reason = should_stop(r);
         } else if (j->llm) {
+            r->llm_outstanding--;
             st = kevo_run_llm_handle(r, j);
             kevo_run_job_free(j);
             if (!r->reason)
@@ -938,8 +940,10 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
         j->holdout = 1;
         kevo_run_q_push(&r->jobs, j);
         j = NULL;
-        while (!j)
+        while (!j || j->llm) {   /* an LLM reply still on its way is dropped, not a result */
+            kevo_run_job_free(j);
             j = q_pop(&r->done, -1);
+        }
         char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
         r->busy_s += json_number_value(json_object_get(j->result, "request_s"));
         st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")

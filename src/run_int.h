@@ -107,6 +107,10 @@ struct runctx {
     struct recent recent[RECENT];
     int n_recent;
     int llm_refused;               /* the cost cap refused a call: no more are started */
+    int llm_outstanding;           /* calls submitted and not yet handled by the controller */
+    int llm_idle;                  /* calls since the last evaluation that brought nothing new */
+    char (*llm_asked)[KEVO_HASH_HEX];   /* prompt hashes asked in this session */
+    int n_asked, cap_asked;
 };
 
 

@@ -24,6 +24,8 @@
 #define LLM_TEMPERATURE 0.7
 #define LLM_MAX_TOKENS 8192
 #define SIBLINGS 8
+#define LLM_IDLE_MAX 3                 /* calls with nothing new before waiting for a result */
+#define KEVO_ERR_BUSY_LLM KEVO_ERR_TOOBIG   /* the cap's reserves are taken: not now */
 
 /* ---- set-up ---- */
 
@@ -131,6 +133,8 @@ void kevo_run_llm_stop(struct runctx *r)
 {
     kevo_llmops_free(r->llm);
     r->llm = NULL;
+    kevo_free(r->llm_asked);
+    r->llm_asked = NULL;
     for (int i = 0; r->models && i < r->n_models; i++)
         kevo_llm_model_clear(&r->models[i]);
     kevo_free(r->models);
@@ -192,16 +196,23 @@ static int64_t failed_parent(struct runctx *r)
 /* The source text and the latest eval result of candidate id (owned by the caller). */
 static enum kevo_status evidence(struct runctx *r, int64_t id, char **text, json_t **result)
 {
-    const struct kevo_genome *g;
+    struct kevo_cand_rec c;
     size_t n;
     char *res = NULL;
-    enum kevo_status st = kevo_run_genome_of(r, id, &g);
+    enum kevo_status st;
 
+    /* the stored text, not a parsed genome: a candidate that does not parse is exactly
+     * what the fix operator is given */
+    memset(&c, 0, sizeof c);
     *text = NULL;
     *result = NULL;
+    st = kevo_archive_cand_get(r->ar, id, &c);
     if (!st)
-        st = kevo_genome_text(g, text, &n);
-    if (!st && kevo_archive_eval_get(r->ar, id, "verify", &res) == KEVO_OK) {
+        st = kevo_archive_source_get(r->ar, c.source_hash, text, &n);
+    kevo_archive_cand_clear(&c);
+    if (st)
+        return kevo_run_fail(r, st, "candidate %lld: %s", (long long)id, kevo_archive_errmsg(r->ar));
+    if (kevo_archive_eval_get(r->ar, id, "verify", &res) == KEVO_OK) {
         *result = json_loads(res, 0, NULL);
         kevo_free(res);
     }
@@ -285,6 +296,24 @@ static int from_cache(struct runctx *r, struct kevo_llm_call *c)
     return 1;
 }
 
+/* Was this prompt asked before in this session? Remembers it. */
+static int asked(struct runctx *r, const char *hash)
+{
+    for (int i = 0; i < r->n_asked; i++)
+        if (!strcmp(r->llm_asked[i], hash))
+            return 1;
+    if (r->n_asked == r->cap_asked) {
+        int cap = r->cap_asked ? 2 * r->cap_asked : 64;
+        void *p = kevo_reallocarray(r->llm_asked, (size_t)cap, sizeof *r->llm_asked);
+        if (!p)
+            return 0;
+        r->llm_asked = p;
+        r->cap_asked = cap;
+    }
+    memcpy(r->llm_asked[r->n_asked++], hash, KEVO_HASH_HEX);
+    return 0;
+}
+
 static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
 {
     enum kevo_status st = kevo_llmops_hash(r->llm, c);
@@ -292,7 +321,15 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
         kevo_llm_call_free(c);
         return st;
     }
-    if (!from_cache(r, c) && r->o->offline) {
+    /* The cache answers prompts of earlier sessions; a prompt asked again in this one gets
+     * a fresh call (it would only give the same candidate again). Offline, it gets none. */
+    int again = asked(r, c->prompt_hash);
+    if (again && r->o->offline) {
+        r->llm_refused = 1;
+        kevo_llm_call_free(c);
+        return KEVO_OK;
+    }
+    if ((again || !from_cache(r, c)) && r->o->offline) {
         r->llm_refused = 1;   /* offline and not answered before: no more LLM calls */
         kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "not_cached",
                                     "op", kevo_llmop_names[c->op]));
@@ -301,11 +338,16 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     }
     st = kevo_llmops_submit(r->llm, c);
     if (st == KEVO_ERR_TOOBIG) {
-        r->llm_refused = 1;
-        kevo_run_event(r, json_pack("{s:s, s:s, s:f}", "event", "llm", "status", "cost_cap",
-                                    "spent", kevo_llmops_spent(r->llm)));
-        return KEVO_OK;
+        /* with calls in flight, their reserves come back: wait; without, the cap is met */
+        if (!r->llm_outstanding) {
+            r->llm_refused = 1;
+            kevo_run_event(r, json_pack("{s:s, s:s, s:f}", "event", "llm", "status", "cost_cap",
+                                        "spent", kevo_llmops_spent(r->llm)));
+        }
+        return KEVO_ERR_BUSY_LLM;
     }
+    if (!st)
+        r->llm_outstanding++;
     return st;
 }
 
@@ -343,12 +385,15 @@ static enum kevo_status one_call(struct runctx *r)
 enum kevo_status kevo_run_llm_fill(struct runctx *r)
 {
     int max = r->o->llm_concurrency > 0 ? r->o->llm_concurrency : 4;
-    while (r->llm && !r->reason && !r->llm_refused) {
-        int n = kevo_llmops_in_flight(r->llm);
+    /* Calls that bring nothing new (duplicates, unusable replies) pause the LLM operators
+     * until the next evaluation arrives: a model that keeps repeating itself must not
+     * spend money faster than the workers can give the prompts something new to say. */
+    while (r->llm && !r->reason && !r->llm_refused && r->llm_idle < LLM_IDLE_MAX) {
+        int n = r->llm_outstanding;
         if (n >= max || r->n_done + r->inflight + n >= r->budget)
             break;
         enum kevo_status st = one_call(r);
-        if (st == KEVO_ERR_NOTFOUND)
+        if (st == KEVO_ERR_NOTFOUND || st == KEVO_ERR_BUSY_LLM)
             break;
         if (st)
             return st;
@@ -462,6 +507,10 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
                          c->parent2, c->parent_score, c->island, &j);
     kevo_genome_clear(&g);
     if (st == KEVO_ERR_INVALID) {   /* the model proposed a text the run already has */
+        kevo_search_op_proposed(r->s, r->op_base + c->op);
+        kevo_search_op_result(r->s, r->op_base + c->op, 0, 0);
+        kevo_llmops_model_result(r->llm, c->model, 0, 0);
+        r->llm_idle++;   /* nothing new: see LLM_IDLE_MAX */
         kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "duplicate",
                                     "op", kevo_llmop_names[c->op]));
         return KEVO_OK;
@@ -493,7 +542,8 @@ static enum kevo_status plan_code(struct runctx *r, const struct kevo_llm_call *
         kevo_llm_call_free(n);
         return st;
     }
-    return submit(r, n);
+    st = submit(r, n);
+    return st == KEVO_ERR_BUSY_LLM ? KEVO_OK : st;   /* over the cap: the plan is dropped */
 }
 
 enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
@@ -520,6 +570,7 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
     st = kevo_reply_apply(c->reply.text, strlen(c->reply.text), c->parent_text,
                           c->parent_text ? strlen(c->parent_text) : 0, &text, &len, &form, &why);
     if (st == KEVO_ERR_PARSE) {
+        r->llm_idle++;
         snprintf(status, sizeof status, "unusable: %s", why ? why : "?");
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "unusable",
                                     "op", kevo_llmop_names[c->op], "message", why ? why : "?"));

@@ -222,6 +222,13 @@ static void test_generate_fix_improve(void **state)
     fake_stop(f);
     assert_non_null(strstr(f_last_auth, SECRET));   /* the provider did get it */
     no_secret_in(archive, r);
+    if (getenv("KEVO_TEST_DEBUG")) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"select id, op, status, cand_id from llm_calls; "
+                 "select id, op, verdict, parent1 from candidates\"", archive);
+        if (system(cmd)) {
+        }
+    }
     /* the reference (seed), then the model's candidates: generate fails to compile, fix
      * repairs it, improve (or plan) gives a whole faster file */
     snprintf(sql, sizeof sql, "SELECT count(*) FROM candidates WHERE op = 'llm_generate' AND "

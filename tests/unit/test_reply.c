@@ -66,6 +66,16 @@ static void test_file_in_prose(void **state)
            "```\n", NULL, KEVO_REPLY_FILE);
     assert_string_equal(o, "// kevo call f(x)\nvoid f(){}\n");
     kevo_free(o);
+    /* a four-backtick wrapper holding a fenced example: the inner fences do not close it */
+    o = ok("````c\n// kevo call f(x)\n/* usage:\n```\nf(x);\n```\n */\nvoid f(){}\n````\n",
+           NULL, KEVO_REPLY_FILE);
+    assert_string_equal(o, "// kevo call f(x)\n/* usage:\n```\nf(x);\n```\n */\nvoid f(){}\n");
+    kevo_free(o);
+    /* ```c is an opening, not a closing fence */
+    o = ok("```c\n// kevo call f(x)\nvoid f(){}\n```\ntext\n```c\nint z;\n```\n", NULL,
+           KEVO_REPLY_FILE);
+    assert_string_equal(o, "// kevo call f(x)\nvoid f(){}\n");
+    kevo_free(o);
     /* CRLF replies */
     o = ok("```c\r\n// kevo call f(x)\r\nvoid f(){}\r\n```\r\n", NULL, KEVO_REPLY_FILE);
     assert_string_equal(o, "// kevo call f(x)\nvoid f(){}\n");
