@@ -7,6 +7,7 @@
 #include "backend_cpu.h"
 #include "buf.h"
 #include "evalreq.h"
+#include "fsutil.h"
 #include "log.h"
 #include "mem.h"
 #include "rtc.h"
@@ -101,27 +102,6 @@ out:
 }
 
 /* ---- eval ---- */
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    struct kevo_buf b;
-    char chunk[65536];
-    size_t n;
-
-    if (!f)
-        return NULL;
-    kevo_buf_init(&b, 16u << 20);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (kevo_buf_add(&b, chunk, n) != KEVO_OK) {
-            kevo_buf_free(&b);
-            fclose(f);
-            return NULL;
-        }
-    }
-    fclose(f);
-    return kevo_buf_take(&b);
-}
 
 static const char *backend_name(enum kevo_backend_kind k, enum kevo_lang lang)
 {
@@ -234,10 +214,9 @@ static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, c
         res = json_pack("{s:s, s:s}", "verdict", "compile_error", "message", perr ? perr : "?");
         goto out;
     }
-    text = read_text(path);
-    if (!text)
-        *out_msg = msg_dup("%s: cannot read: %s", path, strerror(errno));
-    res = text ? eval_one(e, path, text, 0, 1, out_msg) : NULL;
+    size_t len;
+    res = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, out_msg) == KEVO_OK
+              ? eval_one(e, path, text, 0, 1, out_msg) : NULL;
     if (!res) {
         *fatal = 1;
         goto out;
@@ -280,12 +259,10 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
     st = kevo_task_load(task_path, &task, out_msg);
     if (st)
         goto out;
-    e.task_text = read_text(task_path);
-    if (!e.task_text) {
-        *out_msg = msg_dup("%s: cannot read: %s", task_path, strerror(errno));
-        st = KEVO_ERR_IO;
+    size_t task_len;
+    st = kevo_fs_read_file(task_path, KEVO_TASK_MAX_FILE, &e.task_text, &task_len, out_msg);
+    if (st)
         goto out;
-    }
     if (opts->backend == KEVO_BACKEND_CPU && task->lang == KEVO_LANG_CUDA) {
         *out_msg = msg_dup("%s: a CUDA task needs the CUDA backend%s", task_path, NULL);
         st = KEVO_ERR_INVALID;

@@ -26,6 +26,9 @@ KEVO_NODISCARD enum kevo_status kevo_buf_adds(struct kevo_buf *b, const char *s)
 KEVO_NODISCARD enum kevo_status kevo_buf_addf(struct kevo_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 KEVO_NODISCARD enum kevo_status kevo_buf_vaddf(struct kevo_buf *b, const char *fmt, va_list ap);
+/* Append for messages and generated text: what does not fit the cap is cut, which a
+ * message or a prompt survives (the caller may look at b->len against b->max). */
+void kevo_buf_say(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hand the string to the caller (free with kevo_free); b is reset to empty.
  * Never NULL unless out of memory. */
 char *kevo_buf_take(struct kevo_buf *b);

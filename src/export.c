@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,17 +39,6 @@ struct exp {
     struct kevo_buf err;
 };
 
-static void out_f(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_f(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK) {
-        /* the caller checks the buffer's state once at the end */
-    }
-    va_end(ap);
-}
-
 /* The source with every directive line turned into a `// kevo-export:` comment. */
 static void commented_source(struct kevo_buf *b, const char *text, size_t len)
 {
@@ -62,9 +50,9 @@ static void commented_source(struct kevo_buf *b, const char *text, size_t len)
             s++;
         const char *k = (e - s > 7 && s[0] == '/' && s[1] == '/') ? strstr(s, "kevo") : NULL;
         if (k && k < e && (k[4] == ' ' || k[4] == '\t')) {
-            out_f(b, "%.*sexport:%.*s", (int)(k - p), p, (int)(e - k - 4), k + 4);
+            kevo_buf_say(b, "%.*sexport:%.*s", (int)(k - p), p, (int)(e - k - 4), k + 4);
         } else {
-            out_f(b, "%.*s", (int)(e - p), p);
+            kevo_buf_say(b, "%.*s", (int)(e - p), p);
         }
         p = e;
     }
@@ -82,19 +70,19 @@ static int word_at(const char *s, const char *start, const char *w)
 static void c_expr(struct kevo_buf *b, const char *e)
 {
     static const char *const fn[] = { "cdiv", "min", "max" };
-    out_f(b, "(");
+    kevo_buf_say(b, "(");
     for (const char *p = e; *p;) {
         int done = 0;
         for (int i = 0; i < 3 && !done; i++)
             if (word_at(p, e, fn[i])) {
-                out_f(b, "kv_%s", fn[i]);
+                kevo_buf_say(b, "kv_%s", fn[i]);
                 p += strlen(fn[i]);
                 done = 1;
             }
         if (!done)
-            out_f(b, "%c", *p++);
+            kevo_buf_say(b, "%c", *p++);
     }
-    out_f(b, ")");
+    kevo_buf_say(b, ")");
 }
 
 static const char *ctype_of(enum kevo_dtype dt, int cuda)
@@ -126,9 +114,9 @@ static const struct kevo_tensor_decl *arg_tensor(const struct exp *x, const stru
 /* Shape product of t as a C expression. */
 static void c_numel(struct kevo_buf *b, const struct kevo_tensor_decl *t)
 {
-    out_f(b, "(int64_t)1");
+    kevo_buf_say(b, "(int64_t)1");
     for (int d = 0; d < t->ndim; d++) {
-        out_f(b, " * ");
+        kevo_buf_say(b, " * ");
         c_expr(b, t->shape[d]);
     }
 }
@@ -138,20 +126,20 @@ static void c_signature(struct kevo_buf *b, const struct exp *x, const char *fn)
 {
     const struct kevo_workload *w = &x->task->workloads[0];
     int first = 1;
-    out_f(b, "%s %s(", x->cuda ? "cudaError_t" : "int", fn);
+    kevo_buf_say(b, "%s %s(", x->cuda ? "cudaError_t" : "int", fn);
     for (int i = 0; i < x->task->n_tensors; i++) {
         const struct kevo_tensor_decl *t = &x->task->tensors[i];
         if (t->role == KEVO_ROLE_SCRATCH)
             continue;
-        out_f(b, "%s%svoid *%s", first ? "" : ", ", t->role == KEVO_ROLE_INPUT ? "const " : "",
+        kevo_buf_say(b, "%s%svoid *%s", first ? "" : ", ", t->role == KEVO_ROLE_INPUT ? "const " : "",
               t->name);
         first = 0;
     }
     for (int i = 0; i < w->n; i++)
-        out_f(b, ", int64_t %s", w->names[i]);
+        kevo_buf_say(b, ", int64_t %s", w->names[i]);
     if (x->cuda)
-        out_f(b, ", cudaStream_t stream");
-    out_f(b, ")");
+        kevo_buf_say(b, ", cudaStream_t stream");
+    kevo_buf_say(b, ")");
 }
 
 /* ---- launchers ---- */
@@ -183,19 +171,19 @@ static void c_scratch(struct kevo_buf *b, const struct exp *x, const struct kevo
             if (d->role != KEVO_ROLE_SCRATCH)
                 continue;
             if (alloc == 2) {
-                out_f(b, "    void *%s = NULL;\n", d->name);
+                kevo_buf_say(b, "    void *%s = NULL;\n", d->name);
                 continue;
             }
             if (!alloc) {
-                out_f(b, "    if (%s)\n        %s(%s%s);\n", d->name,
+                kevo_buf_say(b, "    if (%s)\n        %s(%s%s);\n", d->name,
                       x->cuda ? "cudaFreeAsync" : "free", d->name, x->cuda ? ", stream" : "");
                 continue;
             }
-            out_f(b, x->cuda ? "    kv_e = cudaMallocAsync(&%s, (size_t)(" : "    %s = malloc((size_t)(",
+            kevo_buf_say(b, x->cuda ? "    kv_e = cudaMallocAsync(&%s, (size_t)(" : "    %s = malloc((size_t)(",
                   d->name);
             c_numel(b, d);
-            out_f(b, ") * %zu%s);\n", kevo_dtype_size(d->dtype), x->cuda ? ", stream" : "");
-            out_f(b, x->cuda ? "    if (kv_e != cudaSuccess)\n        goto out;\n"
+            kevo_buf_say(b, ") * %zu%s);\n", kevo_dtype_size(d->dtype), x->cuda ? ", stream" : "");
+            kevo_buf_say(b, x->cuda ? "    if (kv_e != cudaSuccess)\n        goto out;\n"
                              : "    if (!%s) {\n        kv_e = 1;\n        goto out;\n    }\n",
                   d->name);
         }
@@ -212,16 +200,16 @@ static void c_arg(struct kevo_buf *b, const struct exp *x, const struct kevo_tas
         const struct kevo_tensor_decl *t = arg_tensor(x, src, a);
         /* CUDA: the address is all cudaLaunchKernel reads; C: the declared pointer type */
         if (x->cuda)
-            out_f(b, "        const void *kv_a%d = %s;\n", i, t ? t->name : a->text);
+            kevo_buf_say(b, "        const void *kv_a%d = %s;\n", i, t ? t->name : a->text);
         else
-            out_f(b, "        %s kv_a%d = (%s)%s;\n", type, i, type, t ? t->name : a->text);
+            kevo_buf_say(b, "        %s kv_a%d = (%s)%s;\n", type, i, type, t ? t->name : a->text);
     } else if (!ptr) {
-        out_f(b, "        %s kv_a%d = (%s)", type, i, type);
+        kevo_buf_say(b, "        %s kv_a%d = (%s)", type, i, type);
         if (a->kind == KEVO_ARG_SCALAR)
-            out_f(b, "(%s)", a->text);
+            kevo_buf_say(b, "(%s)", a->text);
         else
             c_expr(b, a->text);
-        out_f(b, ";\n");
+        kevo_buf_say(b, ";\n");
     }
 }
 
@@ -236,38 +224,38 @@ static int c_launch(struct kevo_buf *b, struct exp *x, const struct kevo_task *s
     enum kevo_status st = kevo_cpu_proto_find(src->source, src->source_len, l->kernel, &p, &why);
     kevo_buf_free(&why);
     if (st || p.n_params != l->n_args) {
-        out_f(&x->err, "%s:%d: cannot read the parameter list of '%s' (a template or a "
+        kevo_buf_say(&x->err, "%s:%d: cannot read the parameter list of '%s' (a template or a "
               "macro?); export needs a plain extern \"C\" kernel", src->path, l->line, l->kernel);
         if (!st)
             kevo_cpu_proto_clear(&p);
         return -1;
     }
-    out_f(b, "    {   /* %s, line %d */\n", l->kernel, l->line);
+    kevo_buf_say(b, "    {   /* %s, line %d */\n", l->kernel, l->line);
     for (int i = 0; i < l->n_args; i++)
         c_arg(b, x, src, l, i, p.types[i]);
     if (x->cuda) {
-        out_f(b, "        void *kv_args[%d] = {", l->n_args ? l->n_args : 1);
+        kevo_buf_say(b, "        void *kv_args[%d] = {", l->n_args ? l->n_args : 1);
         for (int i = 0; i < l->n_args; i++)
-            out_f(b, "%s(void *)&kv_a%d", i ? ", " : " ", i);
-        out_f(b, " };\n        dim3 kv_g = { ");
+            kevo_buf_say(b, "%s(void *)&kv_a%d", i ? ", " : " ", i);
+        kevo_buf_say(b, " };\n        dim3 kv_g = { ");
         for (int d = 0; d < 3; d++) {
-            out_f(b, "%s(unsigned)", d ? ", " : "");
+            kevo_buf_say(b, "%s(unsigned)", d ? ", " : "");
             c_expr(b, l->grid[d]);
         }
-        out_f(b, " }, kv_b = { ");
+        kevo_buf_say(b, " }, kv_b = { ");
         for (int d = 0; d < 3; d++) {
-            out_f(b, "%s(unsigned)", d ? ", " : "");
+            kevo_buf_say(b, "%s(unsigned)", d ? ", " : "");
             c_expr(b, l->block[d]);
         }
-        out_f(b, " };\n        kv_e = cudaLaunchKernel((const void *)%s%s, kv_g, kv_b, kv_args, "
+        kevo_buf_say(b, " };\n        kv_e = cudaLaunchKernel((const void *)%s%s, kv_g, kv_b, kv_args, "
               "(size_t)", prefix, l->kernel);
         c_expr(b, l->smem);
-        out_f(b, ", stream);\n        if (kv_e != cudaSuccess)\n            goto out;\n    }\n");
+        kevo_buf_say(b, ", stream);\n        if (kv_e != cudaSuccess)\n            goto out;\n    }\n");
     } else {
-        out_f(b, "        %s%s(", prefix, l->kernel);
+        kevo_buf_say(b, "        %s%s(", prefix, l->kernel);
         for (int i = 0; i < l->n_args; i++)
-            out_f(b, "%skv_a%d", i ? ", " : "", i);
-        out_f(b, ");\n    }\n");
+            kevo_buf_say(b, "%skv_a%d", i ? ", " : "", i);
+        kevo_buf_say(b, ");\n    }\n");
     }
     kevo_cpu_proto_clear(&p);
     return 0;
@@ -278,26 +266,26 @@ static int c_plan(struct kevo_buf *b, struct exp *x, const struct kevo_task *src
                   const char *prefix, const char *fn)
 {
     c_signature(b, x, fn);
-    out_f(b, "\n{\n    %s kv_e = %s;\n", x->cuda ? "cudaError_t" : "int", x->cuda ? "cudaSuccess" : "0");
+    kevo_buf_say(b, "\n{\n    %s kv_e = %s;\n", x->cuda ? "cudaError_t" : "int", x->cuda ? "cudaSuccess" : "0");
     if (src == x->cand)
         for (int i = 0; i < x->g->n_params; i++)
-            out_f(b, "    const int64_t %s = %lld;\n", x->g->names[i],
+            kevo_buf_say(b, "    const int64_t %s = %lld;\n", x->g->names[i],
                   (long long)x->g->values[i][x->g->choice[i]]);
     for (int i = 0; i < x->task->n_scalars; i++) {
         const struct kevo_scalar_decl *s = &x->task->scalars[i];
         if (kevo_dtype_is_float(s->dtype))
-            out_f(b, "    const double %s = %.17g;\n", s->name, s->value);
+            kevo_buf_say(b, "    const double %s = %.17g;\n", s->name, s->value);
         else
-            out_f(b, "    const int64_t %s = %lld;\n", s->name, (long long)s->ivalue);
+            kevo_buf_say(b, "    const int64_t %s = %lld;\n", s->name, (long long)s->ivalue);
     }
     c_scratch(b, x, src, 2);
     c_scratch(b, x, src, 1);
     for (int i = 0; i < src->n_launches; i++)
         if (c_launch(b, x, src, &src->launches[i], prefix))
             return -1;
-    out_f(b, "out:\n");
+    kevo_buf_say(b, "out:\n");
     c_scratch(b, x, src, 0);
-    out_f(b, "    return kv_e;\n}\n\n");
+    kevo_buf_say(b, "    return kv_e;\n}\n\n");
     return 0;
 }
 
@@ -308,7 +296,7 @@ static int c_decls(struct kevo_buf *b, struct exp *x, const struct kevo_task *sr
     int n = plan_kernels(src, k, 64);
     for (int i = 0; i < n; i++) {
         if (x->cuda) {   /* the host stub nvcc emits for the extern "C" kernel */
-            out_f(b, "extern void %s%s(void);\n", prefix, k[i]);
+            kevo_buf_say(b, "extern void %s%s(void);\n", prefix, k[i]);
             continue;
         }
         struct kevo_cpu_proto p;
@@ -317,13 +305,13 @@ static int c_decls(struct kevo_buf *b, struct exp *x, const struct kevo_task *sr
         enum kevo_status st = kevo_cpu_proto_find(src->source, src->source_len, k[i], &p, &why);
         kevo_buf_free(&why);
         if (st) {
-            out_f(&x->err, "%s: cannot read the parameter list of '%s'", src->path, k[i]);
+            kevo_buf_say(&x->err, "%s: cannot read the parameter list of '%s'", src->path, k[i]);
             return -1;
         }
-        out_f(b, "void %s%s(", prefix, k[i]);
+        kevo_buf_say(b, "void %s%s(", prefix, k[i]);
         for (int a = 0; a < p.n_params; a++)
-            out_f(b, "%s%s", a ? ", " : "", p.types[a]);
-        out_f(b, "%s);\n", p.n_params ? "" : "void");
+            kevo_buf_say(b, "%s%s", a ? ", " : "", p.types[a]);
+        kevo_buf_say(b, "%s);\n", p.n_params ? "" : "void");
         kevo_cpu_proto_clear(&p);
     }
     return 0;
@@ -332,7 +320,7 @@ static int c_decls(struct kevo_buf *b, struct exp *x, const struct kevo_task *sr
 static void launch_h(struct kevo_buf *b, const struct exp *x)
 {
     char fn[200];
-    out_f(b, "/* %s_launch.h - launchers exported by kevo for task %s (see README.md). Tensors\n"
+    kevo_buf_say(b, "/* %s_launch.h - launchers exported by kevo for task %s (see README.md). Tensors\n"
           " * are %s pointers in the task's layout; sizes are the task's size names. */\n"
           "#ifndef %s_LAUNCH_H\n#define %s_LAUNCH_H\n#include <stdbool.h>\n#include <stdint.h>\n%s"
           "#ifdef __cplusplus\nextern \"C\" {\n#endif\n", x->name, x->task->name,
@@ -340,26 +328,26 @@ static void launch_h(struct kevo_buf *b, const struct exp *x)
           x->cuda ? "#include <cuda_runtime_api.h>\n" : "");
     snprintf(fn, sizeof fn, "%s_launch", x->name);
     c_signature(b, x, fn);
-    out_f(b, ";\n");
+    kevo_buf_say(b, ";\n");
     snprintf(fn, sizeof fn, "%s_reference_launch", x->name);
     c_signature(b, x, fn);
-    out_f(b, ";\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+    kevo_buf_say(b, ";\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
 static int launch_c(struct kevo_buf *b, struct exp *x)
 {
     char fn[200], pre[200];
     snprintf(pre, sizeof pre, "%s_ref_", x->name);
-    out_f(b, "/* %s_launch.c - the launch plans of the exported kernel and of the task's\n"
+    kevo_buf_say(b, "/* %s_launch.c - the launch plans of the exported kernel and of the task's\n"
           " * reference, as code (generated by kevo export). */\n#include \"%s_launch.h\"\n"
           "#include <stdlib.h>\n\n", x->name, x->name);
-    out_f(b, "static inline int64_t kv_cdiv(int64_t a, int64_t b)\n{\n    int64_t q = a / b;\n"
+    kevo_buf_say(b, "static inline int64_t kv_cdiv(int64_t a, int64_t b)\n{\n    int64_t q = a / b;\n"
           "    return q + (a %% b != 0 && (a > 0) == (b > 0));\n}\n"
           "static inline int64_t kv_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
           "static inline int64_t kv_max(int64_t a, int64_t b) { return a > b ? a : b; }\n\n");
     if (c_decls(b, x, x->cand, "") || c_decls(b, x, x->task, pre))
         return -1;
-    out_f(b, "\n");
+    kevo_buf_say(b, "\n");
     snprintf(fn, sizeof fn, "%s_launch", x->name);
     if (c_plan(b, x, x->cand, "", fn))
         return -1;
@@ -371,11 +359,11 @@ static int launch_c(struct kevo_buf *b, struct exp *x)
 
 static void cand_source(struct kevo_buf *b, const struct exp *x, int64_t run, int64_t id)
 {
-    out_f(b, "/* %s - exported by kevo from run %lld, candidate %lld, for task %s.\n"
+    kevo_buf_say(b, "/* %s - exported by kevo from run %lld, candidate %lld, for task %s.\n"
           " * Its params are fixed below; build with the flags in the Makefile. */\n",
           x->name, (long long)run, (long long)id, x->task->name);
     for (int i = 0; i < x->g->n_params; i++)
-        out_f(b, "#define %s %lld\n", x->g->names[i], (long long)x->g->values[i][x->g->choice[i]]);
+        kevo_buf_say(b, "#define %s %lld\n", x->g->names[i], (long long)x->g->values[i][x->g->choice[i]]);
     commented_source(b, x->g->text, x->g->len);
 }
 
@@ -383,10 +371,10 @@ static void ref_source(struct kevo_buf *b, const struct exp *x)
 {
     const char *k[64];
     int n = plan_kernels(x->task, k, 64);
-    out_f(b, "/* %s_reference - the reference of task %s, its kernels renamed %s_ref_* so\n"
+    kevo_buf_say(b, "/* %s_reference - the reference of task %s, its kernels renamed %s_ref_* so\n"
           " * they link beside the exported ones. */\n", x->name, x->task->name, x->name);
     for (int i = 0; i < n; i++)
-        out_f(b, "#define %s %s_ref_%s\n", k[i], x->name, k[i]);
+        kevo_buf_say(b, "#define %s %s_ref_%s\n", k[i], x->name, k[i]);
     commented_source(b, x->task->source, x->task->source_len);
 }
 
@@ -422,26 +410,26 @@ static const char *from_dt(enum kevo_dtype dt)
 static void t_fill(struct kevo_buf *b, const struct exp *x, const struct kevo_tensor_decl *t)
 {
     const char *conv = to_dt(t->dtype);
-    out_f(b, "        for (int64_t i = 0; i < n_%s; i++) {\n            double v = ", t->name);
+    kevo_buf_say(b, "        for (int64_t i = 0; i < n_%s; i++) {\n            double v = ", t->name);
     if (t->init == KEVO_INIT_RANDINT) {
-        out_f(b, "(double)(");
+        kevo_buf_say(b, "(double)(");
         c_expr(b, t->init_a);
-        out_f(b, " + (int64_t)(kv_u01() * (double)(");
+        kevo_buf_say(b, " + (int64_t)(kv_u01() * (double)(");
         c_expr(b, t->init_b);
-        out_f(b, " - ");
+        kevo_buf_say(b, " - ");
         c_expr(b, t->init_a);
-        out_f(b, ")))");
+        kevo_buf_say(b, ")))");
     } else if (t->init == KEVO_INIT_UNIFORM) {
-        out_f(b, "%s + (%s - (%s)) * kv_u01()", t->init_a, t->init_b, t->init_a);
+        kevo_buf_say(b, "%s + (%s - (%s)) * kv_u01()", t->init_a, t->init_b, t->init_a);
     } else if (t->init == KEVO_INIT_NORMAL) {
-        out_f(b, "%s + %s * kv_normal()", t->init_a, t->init_b);
+        kevo_buf_say(b, "%s + %s * kv_normal()", t->init_a, t->init_b);
     } else {
-        out_f(b, kevo_dtype_is_float(t->dtype) ? "kv_normal()" : "(double)(int)(kv_u01() * 100)");
+        kevo_buf_say(b, kevo_dtype_is_float(t->dtype) ? "kv_normal()" : "(double)(int)(kv_u01() * 100)");
     }
     if (conv)
-        out_f(b, ";\n            h_%s[i] = %s;\n        }\n", t->name, conv);
+        kevo_buf_say(b, ";\n            h_%s[i] = %s;\n        }\n", t->name, conv);
     else
-        out_f(b, ";\n            h_%s[i] = (%s)v;\n        }\n", t->name, ctype_of(t->dtype, x->cuda));
+        kevo_buf_say(b, ";\n            h_%s[i] = (%s)v;\n        }\n", t->name, ctype_of(t->dtype, x->cuda));
 }
 
 static const char test_helpers[] =
@@ -479,26 +467,26 @@ static const char test_helpers[] =
 static void t_call(struct kevo_buf *b, const struct exp *x, const struct kevo_workload *w,
                    const char *fn, const char *out_prefix)
 {
-    out_f(b, "        kv_e = %s(", fn);
+    kevo_buf_say(b, "        kv_e = %s(", fn);
     int first = 1;
     for (int i = 0; i < x->task->n_tensors; i++) {
         const struct kevo_tensor_decl *t = &x->task->tensors[i];
         if (t->role == KEVO_ROLE_SCRATCH)
             continue;
-        out_f(b, "%s%s%s", first ? "" : ", ", t->role == KEVO_ROLE_OUTPUT ? out_prefix : "d_",
+        kevo_buf_say(b, "%s%s%s", first ? "" : ", ", t->role == KEVO_ROLE_OUTPUT ? out_prefix : "d_",
               t->name);
         first = 0;
     }
     (void)w;   /* every workload assigns the same names; the signature's order is the first's */
     for (int i = 0; i < x->task->workloads[0].n; i++)
-        out_f(b, ", %s", x->task->workloads[0].names[i]);
-    out_f(b, "%s);\n", x->cuda ? ", 0" : "");
+        kevo_buf_say(b, ", %s", x->task->workloads[0].names[i]);
+    kevo_buf_say(b, "%s);\n", x->cuda ? ", 0" : "");
     if (x->cuda)
-        out_f(b, "        if (kv_e == cudaSuccess)\n            kv_e = cudaDeviceSynchronize();\n"
+        kevo_buf_say(b, "        if (kv_e == cudaSuccess)\n            kv_e = cudaDeviceSynchronize();\n"
               "        if (kv_e != cudaSuccess) {\n            printf(\"  %s: %%s\\n\", "
               "cudaGetErrorString(kv_e));\n            return 1;\n        }\n", fn);
     else
-        out_f(b, "        if (kv_e) {\n            printf(\"  %s failed\\n\");\n            return 1;\n"
+        kevo_buf_say(b, "        if (kv_e) {\n            printf(\"  %s failed\\n\");\n            return 1;\n"
               "        }\n", fn);
 }
 
@@ -506,28 +494,28 @@ static void t_call(struct kevo_buf *b, const struct exp *x, const struct kevo_wo
 static void t_buffers(struct kevo_buf *b, const struct exp *x, const struct kevo_tensor_decl *t)
 {
     const char *ct = ctype_of(t->dtype, x->cuda);
-    out_f(b, "        const int64_t n_%s = ", t->name);
+    kevo_buf_say(b, "        const int64_t n_%s = ", t->name);
     c_numel(b, t);
-    out_f(b, ";\n        %s *h_%s = (%s *)malloc((size_t)n_%s * sizeof(%s));\n", ct, t->name, ct,
+    kevo_buf_say(b, ";\n        %s *h_%s = (%s *)malloc((size_t)n_%s * sizeof(%s));\n", ct, t->name, ct,
           t->name, ct);
     if (t->role == KEVO_ROLE_INPUT) {
         t_fill(b, x, t);
         if (x->cuda)
-            out_f(b, "        void *d_%s = NULL;\n        cudaMalloc(&d_%s, (size_t)n_%s * sizeof(%s));\n"
+            kevo_buf_say(b, "        void *d_%s = NULL;\n        cudaMalloc(&d_%s, (size_t)n_%s * sizeof(%s));\n"
                   "        cudaMemcpy(d_%s, h_%s, (size_t)n_%s * sizeof(%s), cudaMemcpyHostToDevice);\n",
                   t->name, t->name, t->name, ct, t->name, t->name, t->name, ct);
         else
-            out_f(b, "        void *d_%s = h_%s;\n", t->name, t->name);
+            kevo_buf_say(b, "        void *d_%s = h_%s;\n", t->name, t->name);
         return;
     }
     for (int k = 0; k < 2; k++) {   /* the candidate's (o_) and the reference's (r_), NaN-filled */
         const char *p = k ? "r_" : "o_";
         if (x->cuda)
-            out_f(b, "        void *%s%s = NULL;\n        cudaMalloc(&%s%s, (size_t)n_%s * sizeof(%s));\n"
+            kevo_buf_say(b, "        void *%s%s = NULL;\n        cudaMalloc(&%s%s, (size_t)n_%s * sizeof(%s));\n"
                   "        cudaMemset(%s%s, 0xff, (size_t)n_%s * sizeof(%s));\n",
                   p, t->name, p, t->name, t->name, ct, p, t->name, t->name, ct);
         else
-            out_f(b, "        void *%s%s = malloc((size_t)n_%s * sizeof(%s));\n"
+            kevo_buf_say(b, "        void *%s%s = malloc((size_t)n_%s * sizeof(%s));\n"
                   "        memset(%s%s, 0xff, (size_t)n_%s * sizeof(%s));\n",
                   p, t->name, t->name, ct, p, t->name, t->name, ct);
     }
@@ -539,26 +527,26 @@ static void t_compare(struct kevo_buf *b, const struct exp *x, const struct kevo
     const char *ct = ctype_of(t->dtype, x->cuda);
     double rtol, atol;
     kevo_task_tol(x->task, t->name, t->dtype, &rtol, &atol);
-    out_f(b, "        {\n            %s *h_r = (%s *)malloc((size_t)n_%s * sizeof(%s));\n"
+    kevo_buf_say(b, "        {\n            %s *h_r = (%s *)malloc((size_t)n_%s * sizeof(%s));\n"
           "            double *got = (double *)malloc((size_t)n_%s * sizeof(double));\n"
           "            double *want = (double *)malloc((size_t)n_%s * sizeof(double));\n",
           ct, ct, t->name, ct, t->name, t->name);
     if (x->cuda)
-        out_f(b, "            cudaMemcpy(h_%s, o_%s, (size_t)n_%s * sizeof(%s), cudaMemcpyDeviceToHost);\n"
+        kevo_buf_say(b, "            cudaMemcpy(h_%s, o_%s, (size_t)n_%s * sizeof(%s), cudaMemcpyDeviceToHost);\n"
               "            cudaMemcpy(h_r, r_%s, (size_t)n_%s * sizeof(%s), cudaMemcpyDeviceToHost);\n",
               t->name, t->name, t->name, ct, t->name, t->name, ct);
     else
-        out_f(b, "            memcpy(h_%s, o_%s, (size_t)n_%s * sizeof(%s));\n"
+        kevo_buf_say(b, "            memcpy(h_%s, o_%s, (size_t)n_%s * sizeof(%s));\n"
               "            memcpy(h_r, r_%s, (size_t)n_%s * sizeof(%s));\n",
               t->name, t->name, t->name, ct, t->name, t->name, ct);
     char g[64], w[64];
     snprintf(g, sizeof g, "h_%s[i]", t->name);
     snprintf(w, sizeof w, "h_r[i]");
-    out_f(b, "            for (int64_t i = 0; i < n_%s; i++) {\n                got[i] = ", t->name);
-    out_f(b, from_dt(t->dtype), g);
-    out_f(b, ";\n                want[i] = ");
-    out_f(b, from_dt(t->dtype), w);
-    out_f(b, ";\n            }\n            fails += !kv_check(\"%s\", got, want, n_%s, %.17g, %.17g);\n"
+    kevo_buf_say(b, "            for (int64_t i = 0; i < n_%s; i++) {\n                got[i] = ", t->name);
+    kevo_buf_say(b, from_dt(t->dtype), g);
+    kevo_buf_say(b, ";\n                want[i] = ");
+    kevo_buf_say(b, from_dt(t->dtype), w);
+    kevo_buf_say(b, ";\n            }\n            fails += !kv_check(\"%s\", got, want, n_%s, %.17g, %.17g);\n"
           "            free(h_r);\n            free(got);\n            free(want);\n        }\n",
           t->name, t->name, rtol, atol);
 }
@@ -568,14 +556,14 @@ static int test_src(struct kevo_buf *b, struct exp *x)
     char fn[200], rfn[200];
     snprintf(fn, sizeof fn, "%s_launch", x->name);
     snprintf(rfn, sizeof rfn, "%s_reference_launch", x->name);
-    out_f(b, "/* %s_test - the exported kernel against the task's reference on random inputs at\n"
+    kevo_buf_say(b, "/* %s_test - the exported kernel against the task's reference on random inputs at\n"
           " * every visible workload, under the task's tolerance (generated by kevo export). */\n"
           "#include \"%s_launch.h\"\n%s#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n"
           "#include <stdlib.h>\n#include <string.h>\n\n%s\n", x->name, x->name,
           x->cuda ? "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
                     "#include <cuda_fp8.h>\n"
                   : "", test_helpers);
-    out_f(b, "int main(void)\n{\n    int fails = 0;\n    %s kv_e;\n", x->cuda ? "cudaError_t" : "int");
+    kevo_buf_say(b, "int main(void)\n{\n    int fails = 0;\n    %s kv_e;\n", x->cuda ? "cudaError_t" : "int");
     for (int w = 0; w < x->task->n_workloads; w++) {
         const struct kevo_workload *wl = &x->task->workloads[w];
         struct kevo_env env;
@@ -583,16 +571,16 @@ static int test_src(struct kevo_buf *b, struct exp *x)
         if (wl->holdout)
             continue;
         if (kevo_task_env(x->task, w, NULL, NULL, &env, &m) != KEVO_OK) {
-            out_f(&x->err, "workload %d: %s", w, m ? m : "?");
+            kevo_buf_say(&x->err, "workload %d: %s", w, m ? m : "?");
             kevo_free(m);
             return -1;
         }
-        out_f(b, "    {\n        printf(\"workload %d (", w);
+        kevo_buf_say(b, "    {\n        printf(\"workload %d (", w);
         for (int i = 0; i < env.n; i++)
-            out_f(b, "%s%s=%lld", i ? " " : "", env.names[i], (long long)env.values[i]);
-        out_f(b, ")\\n\");\n");
+            kevo_buf_say(b, "%s%s=%lld", i ? " " : "", env.names[i], (long long)env.values[i]);
+        kevo_buf_say(b, ")\\n\");\n");
         for (int i = 0; i < env.n; i++)
-            out_f(b, "        const int64_t %s = %lld;\n", env.names[i], (long long)env.values[i]);
+            kevo_buf_say(b, "        const int64_t %s = %lld;\n", env.names[i], (long long)env.values[i]);
         for (int i = 0; i < x->task->n_tensors; i++)
             if (x->task->tensors[i].role != KEVO_ROLE_SCRATCH)
                 t_buffers(b, x, &x->task->tensors[i]);
@@ -604,16 +592,16 @@ static int test_src(struct kevo_buf *b, struct exp *x)
         for (int i = 0; i < x->task->n_tensors; i++) {
             const struct kevo_tensor_decl *t = &x->task->tensors[i];
             if (t->role == KEVO_ROLE_INPUT)
-                out_f(b, x->cuda ? "        cudaFree(d_%s);\n        free(h_%s);\n" : "        free(h_%s);\n",
+                kevo_buf_say(b, x->cuda ? "        cudaFree(d_%s);\n        free(h_%s);\n" : "        free(h_%s);\n",
                       t->name, t->name);
             else if (t->role == KEVO_ROLE_OUTPUT)
-                out_f(b, "        %s(o_%s);\n        %s(r_%s);\n        free(h_%s);\n",
+                kevo_buf_say(b, "        %s(o_%s);\n        %s(r_%s);\n        free(h_%s);\n",
                       x->cuda ? "cudaFree" : "free", t->name, x->cuda ? "cudaFree" : "free",
                       t->name, t->name);
         }
-        out_f(b, "    }\n");
+        kevo_buf_say(b, "    }\n");
     }
-    out_f(b, "    printf(fails ? \"FAIL\\n\" : \"PASS\\n\");\n    return fails != 0;\n}\n");
+    kevo_buf_say(b, "    printf(fails ? \"FAIL\\n\" : \"PASS\\n\");\n    return fails != 0;\n}\n");
     return 0;
 }
 
@@ -622,12 +610,12 @@ static int test_src(struct kevo_buf *b, struct exp *x)
 static void makefile(struct kevo_buf *b, const struct exp *x)
 {
     const char *n = x->name;
-    out_f(b, "# Build and run the exported kernel's test (generated by kevo export).\n");
+    kevo_buf_say(b, "# Build and run the exported kernel's test (generated by kevo export).\n");
     if (x->cuda) {
-        out_f(b, "NVCC ?= nvcc\nARCH ?= sm_90a\nKERNEL_FLAGS =");
+        kevo_buf_say(b, "NVCC ?= nvcc\nARCH ?= sm_90a\nKERNEL_FLAGS =");
         for (int i = 0; i < x->g->n_flags; i++)
-            out_f(b, " %s", x->g->flags[i]);
-        out_f(b, "\n\ntest: %s_test\n\t./%s_test\n\n"
+            kevo_buf_say(b, " %s", x->g->flags[i]);
+        kevo_buf_say(b, "\n\ntest: %s_test\n\t./%s_test\n\n"
               "%s_test: %s.cu %s_reference.cu %s_launch.c %s_launch.h %s_test.cu\n"
               "\t$(NVCC) -arch=$(ARCH) -O3 $(KERNEL_FLAGS) -c %s.cu -o %s.o\n"
               "\t$(NVCC) -arch=$(ARCH) -O3 -c %s_reference.cu -o %s_reference.o\n"
@@ -636,10 +624,10 @@ static void makefile(struct kevo_buf *b, const struct exp *x)
               "\t$(NVCC) -arch=$(ARCH) %s.o %s_reference.o %s_launch.o %s_test.o -o %s_test\n",
               n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
     } else {
-        out_f(b, "CC ?= cc\nKERNEL_FLAGS =");
+        kevo_buf_say(b, "CC ?= cc\nKERNEL_FLAGS =");
         for (int i = 0; i < x->g->n_flags; i++)
-            out_f(b, " %s", x->g->flags[i]);
-        out_f(b, "\n\ntest: %s_test\n\t./%s_test\n\n"
+            kevo_buf_say(b, " %s", x->g->flags[i]);
+        kevo_buf_say(b, "\n\ntest: %s_test\n\t./%s_test\n\n"
               "%s_test: %s.c %s_reference.c %s_launch.c %s_launch.h %s_test.c\n"
               "\t$(CC) -O3 -fopenmp $(KERNEL_FLAGS) -c %s.c -o %s.o\n"
               "\t$(CC) -O2 -fopenmp -c %s_reference.c -o %s_reference.o\n"
@@ -658,22 +646,22 @@ static void ref_syms(struct kevo_buf *b, const struct exp *x)
     const char *k[64];
     int n = plan_kernels(x->task, k, 64);
     for (int i = 0; i < n; i++)
-        out_f(b, "%s_ref_%s\n", x->name, k[i]);
+        kevo_buf_say(b, "%s_ref_%s\n", x->name, k[i]);
 }
 
 static void readme(struct kevo_buf *b, const struct exp *x, int64_t run, int64_t id, json_t *best)
 {
     const char *e = x->cuda ? "cu" : "c";
-    out_f(b, "# %s: exported by kevo\n\nRun %lld of task `%s`, candidate %lld: the best candidate "
+    kevo_buf_say(b, "# %s: exported by kevo\n\nRun %lld of task `%s`, candidate %lld: the best candidate "
           "that passed the task's held-out workloads.\n\n", x->name, (long long)run,
           x->task->name, (long long)id);
     if (json_is_object(best))
-        out_f(b, "Measured by kevo: %.4g s per call (geometric mean over the visible workloads), "
+        kevo_buf_say(b, "Measured by kevo: %.4g s per call (geometric mean over the visible workloads), "
               "%.1f%% of the speed-of-light floor, %.2fx the task's reference.\n\n",
               json_number_value(json_object_get(best, "score_s")),
               100 * json_number_value(json_object_get(best, "sol_fraction")),
               json_number_value(json_object_get(best, "speedup")));
-    out_f(b, "| file | what |\n|---|---|\n| `%s.%s` | the kernel, params fixed by #defines |\n"
+    kevo_buf_say(b, "| file | what |\n|---|---|\n| `%s.%s` | the kernel, params fixed by #defines |\n"
           "| `%s_launch.h`, `%s_launch.c` | `%s_launch(...)` runs it: the launch plan as code%s |\n"
           "| `%s_reference.%s` | the task's reference (kernels renamed `%s_ref_*`) |\n"
           "| `%s_test.%s` | compares the two on random inputs at every visible workload |\n\n"
@@ -693,10 +681,10 @@ static enum kevo_status write_file(const char *dir, const char *name, struct kev
     int ok = f && fwrite(b->data ? b->data : "", 1, b->len, f) == b->len;
     ok = (f && fclose(f) == 0) && ok;
     if (!ok) {
-        out_f(msg, "%s: cannot write: %s", path, strerror(errno));
+        kevo_buf_say(msg, "%s: cannot write: %s", path, strerror(errno));
         return KEVO_ERR_IO;
     }
-    out_f(msg, "wrote %s\n", path);
+    kevo_buf_say(msg, "wrote %s\n", path);
     return KEVO_OK;
 }
 
@@ -708,7 +696,7 @@ static enum kevo_status final_of(struct kevo_archive *a, int64_t run, int64_t *i
     memset(&r, 0, sizeof r);
     enum kevo_status st = kevo_archive_run_get(a, run, &r);
     if (st) {
-        out_f(msg, "run %lld: %s", (long long)run, kevo_archive_errmsg(a));
+        kevo_buf_say(msg, "run %lld: %s", (long long)run, kevo_archive_errmsg(a));
         return st;
     }
     json_t *rep = r.result_json ? json_loads(r.result_json, 0, NULL) : NULL;
@@ -716,7 +704,7 @@ static enum kevo_status final_of(struct kevo_archive *a, int64_t run, int64_t *i
     *id = json_is_integer(fin) ? json_integer_value(fin) : 0;
     *best = json_incref(json_object_get(rep, "best"));
     if (!*id) {
-        out_f(msg, "run %lld has no candidate that passed the held-out gate (%s)", (long long)run,
+        kevo_buf_say(msg, "run %lld has no candidate that passed the held-out gate (%s)", (long long)run,
               rep ? "none passed" : "the run has not finished: resume it first");
         st = KEVO_ERR_NOTFOUND;
     }
@@ -754,13 +742,13 @@ static enum kevo_status generate(struct exp *x, const char *dir, int64_t run, in
         if (bad)
             st = KEVO_ERR_UNSUPPORTED;
         else if (b.len >= b.max)
-            st = KEVO_ERR_TOOBIG, out_f(msg, "%s: too large to generate", name);
+            st = KEVO_ERR_TOOBIG, kevo_buf_say(msg, "%s: too large to generate", name);
         else
             st = write_file(dir, name, &b, msg);
         kevo_buf_free(&b);
     }
     if (st == KEVO_ERR_UNSUPPORTED)
-        out_f(msg, "%s", kevo_buf_str(&x->err));
+        kevo_buf_say(msg, "%s", kevo_buf_str(&x->err));
     return st;
 }
 
@@ -785,7 +773,7 @@ static enum kevo_status load(struct kevo_archive *a, int64_t run, int64_t id,
     if (!st)
         st = kevo_archive_source_get(a, c.source_hash, &ct, &cl);
     if (st)
-        out_f(msg, "run %lld: %s", (long long)run, kevo_archive_errmsg(a));
+        kevo_buf_say(msg, "run %lld: %s", (long long)run, kevo_archive_errmsg(a));
     if (!st)
         st = kevo_task_parse(r.task_path, tt, tl, task, &m);
     if (!st)
@@ -793,7 +781,7 @@ static enum kevo_status load(struct kevo_archive *a, int64_t run, int64_t id,
     if (!st)
         st = kevo_genome_from_text(*task, r.task_path, ct, cl, g, &m);
     if (m)
-        out_f(msg, "%s", m);
+        kevo_buf_say(msg, "%s", m);
     kevo_free(m);
     kevo_free(tt);
     kevo_free(ct);
@@ -818,13 +806,13 @@ enum kevo_status kevo_export(const char *archive, int64_t run, const char *dir, 
     if (!archive && (st = kevo_run_default_archive(def, sizeof def)) == KEVO_OK)
         archive = def;
     if (!st && (st = kevo_archive_open(archive, &a, &m)) != KEVO_OK)
-        out_f(&msg, "%s", m ? m : archive);
+        kevo_buf_say(&msg, "%s", m ? m : archive);
     if (!st)
         st = final_of(a, run, &id, &best, &msg);
     if (!st)
         st = load(a, run, id, &task, &cand, &g, &msg);
     if (!st && kevo_fs_mkdirs(dir, 0755) != 0) {
-        out_f(&msg, "%s: cannot create: %s", dir, strerror(errno));
+        kevo_buf_say(&msg, "%s: cannot create: %s", dir, strerror(errno));
         st = KEVO_ERR_IO;
     }
     if (!st) {
@@ -832,7 +820,7 @@ enum kevo_status kevo_export(const char *archive, int64_t run, const char *dir, 
         kevo_buf_init(&x.err, 1 << 16);
         for (int i = 0; i < task->n_tensors && !st; i++)
             if (!ctype_of(task->tensors[i].dtype, x.cuda)) {
-                out_f(&msg, "export of %s tensors in C is not supported (%s)",
+                kevo_buf_say(&msg, "export of %s tensors in C is not supported (%s)",
                       kevo_dtype_name(task->tensors[i].dtype), task->tensors[i].name);
                 st = KEVO_ERR_UNSUPPORTED;
             }

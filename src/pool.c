@@ -61,19 +61,6 @@ struct kevo_pool {
     atomic_llong next_id;
 };
 
-/* Append to an error message; one cut at its cap still says enough. */
-static void msg_addf(struct kevo_buf *msg, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void msg_addf(struct kevo_buf *msg, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    enum kevo_status st = kevo_buf_vaddf(msg, fmt, ap);
-    va_end(ap);
-    (void)st;
-}
-
 /* ---- process control ---- */
 
 /* Path of the running executable, for exe == NULL. */
@@ -242,13 +229,13 @@ static enum kevo_status spawn_exec(struct kevo_pool *p, struct pool_worker *w,
                      (char *)"--device", dev, (char *)"--fd-in", (char *)"3",
                      (char *)"--fd-out", (char *)"4", NULL };
     if (pipe2(req, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || pipe2(ep, O_CLOEXEC)) {
-        msg_addf(msg, "pipe: %s", strerror(errno));
+        kevo_buf_say(msg, "pipe: %s", strerror(errno));
         st = KEVO_ERR_SYSTEM;
         goto out;
     }
     pid = fork();
     if (pid < 0) {
-        msg_addf(msg, "fork: %s", strerror(errno));
+        kevo_buf_say(msg, "fork: %s", strerror(errno));
         st = KEVO_ERR_SYSTEM;
         goto out;
     }
@@ -265,7 +252,7 @@ static enum kevo_status spawn_exec(struct kevo_pool *p, struct pool_worker *w,
     req[1] = rep[0] = -1;
     if (n == (ssize_t)sizeof err) {
         worker_stop(w, 0, NULL);
-        msg_addf(msg, "cannot execute %s: %s", p->exe, strerror(err));
+        kevo_buf_say(msg, "cannot execute %s: %s", p->exe, strerror(err));
         st = KEVO_ERR_WORKER;
     }
 out:
@@ -295,15 +282,15 @@ static enum kevo_status spawn_ping(struct kevo_pool *p, struct pool_worker *w,
     if (!st && !json_is_true(json_object_get(json_object_get(reply, "result"), "pong")))
         st = KEVO_ERR_PARSE;
     if (st == KEVO_ERR_TIMEOUT) {
-        msg_addf(msg, "worker for device %d (%s) did not answer ping within %g s",
+        kevo_buf_say(msg, "worker for device %d (%s) did not answer ping within %g s",
                             w->device, p->exe, p->start_timeout_s);
     } else if (st == KEVO_ERR_IO) {
         int killed, ws = worker_stop(w, POOL_EXIT_GRACE_S, &killed);
         describe_exit(ws, killed, why, sizeof why);
-        msg_addf(msg, "worker for device %d (%s) did not answer ping: %s",
+        kevo_buf_say(msg, "worker for device %d (%s) did not answer ping: %s",
                             w->device, p->exe, why);
     } else if (st && st != KEVO_ERR_NOMEM) {
-        msg_addf(msg, "worker for device %d (%s) gave a bad ping reply (%s)",
+        kevo_buf_say(msg, "worker for device %d (%s) gave a bad ping reply (%s)",
                             w->device, p->exe, kevo_status_name(st));
     }
     json_decref(req);
@@ -337,11 +324,11 @@ static enum kevo_status spawn_worker(struct kevo_pool *p, struct pool_worker *w,
 static enum kevo_status pool_check_opts(const struct kevo_pool_opts *o, struct kevo_buf *msg)
 {
     if (!o || o->n_devices < 1 || !o->devices) {
-        msg_addf(msg, "pool: at least one device is required");
+        kevo_buf_say(msg, "pool: at least one device is required");
         return KEVO_ERR_INVALID;
     }
     if (!o->backend || !*o->backend) {
-        msg_addf(msg, "pool: no backend named");
+        kevo_buf_say(msg, "pool: no backend named");
         return KEVO_ERR_INVALID;
     }
     return KEVO_OK;
@@ -386,7 +373,7 @@ enum kevo_status kevo_pool_open(const struct kevo_pool_opts *o, struct kevo_pool
     } else {
         st = self_exe(&p->exe);
         if (st == KEVO_ERR_SYSTEM)
-            msg_addf(&msg, "cannot find the kevo binary (/proc/self/exe): %s",
+            kevo_buf_say(&msg, "cannot find the kevo binary (/proc/self/exe): %s",
                      strerror(errno));
     }
     if (st)

@@ -5,11 +5,11 @@
  */
 #include "prompt.h"
 #include "buf.h"
+#include "fsutil.h"
 #include "mem.h"
 
 #include <ctype.h>
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,33 +19,13 @@
 #define LOG_EXCERPT 2000
 #define RIDGE 20.0   /* FLOP/byte where fp32 FMA time meets DRAM time on an H100 */
 
-static void addf(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void addf(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK) {
-        /* a prompt cut at its cap still reads */
-    }
-    va_end(ap);
-}
-
+/* dir/name as text, NULL when it cannot be read (the caller names the file). */
 static char *read_file(const char *dir, const char *name, size_t cap)
 {
-    char path[4096];
-    struct kevo_buf b;
-    char chunk[8192];
+    char path[4096], *t = NULL;
     size_t n;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    kevo_buf_init(&b, cap);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (kevo_buf_add(&b, chunk, n) != KEVO_OK)
-            break;
-    fclose(f);
-    return kevo_buf_take(&b);
+    return kevo_fs_read_file(path, cap, &t, &n, NULL) == KEVO_OK ? t : NULL;
 }
 
 /* Is line [s, e) a `// kevo holdout` directive? */
@@ -92,10 +72,10 @@ static void device_text(struct kevo_buf *b, json_t *c)
     json_t *d = json_object_get(c, "device"), *bw = json_object_get(c, "bandwidth");
     json_t *pk = json_object_get(c, "peaks");
     if (!d) {
-        addf(b, "(unknown)");
+        kevo_buf_say(b, "(unknown)");
         return;
     }
-    addf(b, "%s (%s): %d SMs, L2 %.0f MB, %.0f GB memory, SM clock %d MHz. Measured by kevo "
+    kevo_buf_say(b, "%s (%s): %d SMs, L2 %.0f MB, %.0f GB memory, SM clock %d MHz. Measured by kevo "
          "calibrate: DRAM %.0f GB/s (read %.0f, write %.0f, copy %.0f)",
          json_string_value(json_object_get(d, "name")), json_string_value(json_object_get(d, "arch")),
          (int)num(d, "sms"), num(d, "l2_bytes") / 1e6, num(d, "mem_bytes") / 1e9,
@@ -105,9 +85,9 @@ static void device_text(struct kevo_buf *b, json_t *c)
     json_t *v;
     json_object_foreach(pk, k, v) {
         if (num(v, "measured_flops_per_s") > 0)
-            addf(b, "; %s %.0f TFLOP/s", k, num(v, "measured_flops_per_s") / 1e12);
+            kevo_buf_say(b, "; %s %.0f TFLOP/s", k, num(v, "measured_flops_per_s") / 1e12);
     }
-    addf(b, "; launch floor %.1f us.", num(c, "launch_floor_s") * 1e6);
+    kevo_buf_say(b, "; launch floor %.1f us.", num(c, "launch_floor_s") * 1e6);
 }
 
 static void verdict_text(struct kevo_buf *b, json_t *r)
@@ -117,19 +97,19 @@ static void verdict_text(struct kevo_buf *b, json_t *r)
     const char *log = json_string_value(json_object_get(r, "compile_log"));
     json_t *ev = json_object_get(r, "evidence");
     if (!r) {
-        addf(b, "(not evaluated yet)");
+        kevo_buf_say(b, "(not evaluated yet)");
         return;
     }
-    addf(b, "Verdict: %s", v ? v : "?");
+    kevo_buf_say(b, "Verdict: %s", v ? v : "?");
     if (m && *m)
-        addf(b, " - %s", m);
+        kevo_buf_say(b, " - %s", m);
     if (json_object_size(ev)) {
         char *e = json_dumps(ev, JSON_COMPACT);
-        addf(b, "\nEvidence: %.3000s", e ? e : "{}");
+        kevo_buf_say(b, "\nEvidence: %.3000s", e ? e : "{}");
         free(e);
     }
     if (log && *log)
-        addf(b, "\nCompiler output (excerpt):\n```\n%.*s\n```", LOG_EXCERPT, log);
+        kevo_buf_say(b, "\nCompiler output (excerpt):\n```\n%.*s\n```", LOG_EXCERPT, log);
 }
 
 static void metrics_text(struct kevo_buf *b, json_t *r)
@@ -138,21 +118,21 @@ static void metrics_text(struct kevo_buf *b, json_t *r)
     json_t *w;
     if (!json_array_size(json_object_get(r, "workloads")))
         return;
-    addf(b, "Per workload (median time, fraction of the speed-of-light floor, what bounds it):\n");
+    kevo_buf_say(b, "Per workload (median time, fraction of the speed-of-light floor, what bounds it):\n");
     json_array_foreach(json_object_get(r, "workloads"), i, w) {
         json_t *t = json_object_get(w, "time");
         char *sz = json_dumps(json_object_get(w, "sizes"), JSON_COMPACT);
         double bytes = num(w, "bytes"), fl = num(w, "flops"), ai = bytes > 0 ? fl / bytes : 0;
-        addf(b, "- %s: %s", sz ? sz : "{}", json_string_value(json_object_get(w, "verdict")));
+        kevo_buf_say(b, "- %s: %s", sz ? sz : "{}", json_string_value(json_object_get(w, "verdict")));
         if (t)
-            addf(b, ", %.4g us, %.0f%% of SOL, %.0f GB/s, %.2f TFLOP/s, %.1f FLOP/byte (%s)",
+            kevo_buf_say(b, ", %.4g us, %.0f%% of SOL, %.0f GB/s, %.2f TFLOP/s, %.1f FLOP/byte (%s)",
                  num(t, "median_s") * 1e6, 100 * num(w, "sol_fraction"), num(w, "gbps"),
                  num(w, "tflops"), ai, ai > RIDGE ? "compute-heavy" : "memory-bound");
-        addf(b, "\n");
+        kevo_buf_say(b, "\n");
         free(sz);
     }
     json_array_foreach(json_object_get(r, "resources"), i, w)
-        addf(b, "- kernel %s: %d registers/thread, %d B static shared memory, %d B local memory "
+        kevo_buf_say(b, "- kernel %s: %d registers/thread, %d B static shared memory, %d B local memory "
              "(spills)%s, block %d, %d blocks/SM\n", json_string_value(json_object_get(w, "kernel")),
              (int)num(w, "regs"), (int)num(w, "static_smem"), (int)num(w, "local_bytes"),
              num(w, "local_bytes") > 0 ? " <- spilling" : "", (int)num(w, "block"),
@@ -254,12 +234,12 @@ static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c, j
     for (int i = 0; i < n; i++) {
         if (i < max) {   /* the body, past the header */
             const char *body = strstr(notes[i].text + 3, "\n---");
-            addf(b, "%s\n", body ? body + 4 : notes[i].text);
+            kevo_buf_say(b, "%s\n", body ? body + 4 : notes[i].text);
         }
         kevo_free(notes[i].text);
     }
     if (!n || !max)
-        addf(b, "(none)");
+        kevo_buf_say(b, "(none)");
 }
 
 /* ---- templates ---- */
@@ -270,14 +250,14 @@ static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
 #define IS(k) (kl == strlen(k) && !strncmp(key, k, kl))
     if (IS("task")) {
         char *t = kevo_prompt_task_text(c->task_text ? c->task_text : "");
-        addf(b, "%s", t ? t : "");
+        kevo_buf_say(b, "%s", t ? t : "");
         kevo_free(t);
     } else if (IS("device")) {
         device_text(b, c->calib);
     } else if (IS("parent")) {
-        addf(b, "%s", c->parent ? c->parent : "");
+        kevo_buf_say(b, "%s", c->parent ? c->parent : "");
     } else if (IS("parent2")) {
-        addf(b, "%s", c->parent2 ? c->parent2 : "");
+        kevo_buf_say(b, "%s", c->parent2 ? c->parent2 : "");
     } else if (IS("verdict")) {
         verdict_text(b, c->result);
     } else if (IS("metrics")) {
@@ -285,11 +265,11 @@ static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
     } else if (IS("metrics2")) {
         metrics_text(b, c->result2);
     } else if (IS("siblings")) {
-        addf(b, "%s", c->siblings && *c->siblings ? c->siblings : "(nothing yet)");
+        kevo_buf_say(b, "%s", c->siblings && *c->siblings ? c->siblings : "(nothing yet)");
     } else if (IS("playbook")) {
         playbook_text(b, c, c->result);
     } else if (IS("plan")) {
-        addf(b, "%s", c->plan ? c->plan : "");
+        kevo_buf_say(b, "%s", c->plan ? c->plan : "");
     } else {
         return KEVO_ERR_NOTFOUND;
     }
@@ -306,10 +286,10 @@ static enum kevo_status render(const char *tpl, const char *file, const struct k
     while (*p) {
         const char *o = strstr(p, "{{"), *e = o ? strstr(o + 2, "}}") : NULL;
         if (!o || !e) {
-            addf(&b, "%s", p);
+            kevo_buf_say(&b, "%s", p);
             break;
         }
-        addf(&b, "%.*s", (int)(o - p), p);
+        kevo_buf_say(&b, "%.*s", (int)(o - p), p);
         if (fill_one(&b, o + 2, (size_t)(e - o - 2), c) != KEVO_OK) {
             char m[300];
             snprintf(m, sizeof m, "%s: unknown placeholder {{%.*s}} (known: task device parent "

@@ -753,29 +753,6 @@ enum kevo_status kevo_run_default_archive(char *out, size_t n)
     return w > 0 && (size_t)w < n ? KEVO_OK : KEVO_ERR_TOOBIG;
 }
 
-/* Read a whole file (kevo_free it). */
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    struct kevo_buf b;
-    char chunk[65536];
-    size_t k;
-
-    if (!f)
-        return NULL;
-    kevo_buf_init(&b, (size_t)16 << 20);
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if (kevo_buf_add(&b, chunk, k) != KEVO_OK) {
-            kevo_buf_free(&b);
-            fclose(f);
-            errno = EFBIG;
-            return NULL;
-        }
-    fclose(f);
-    *len = b.len;
-    return kevo_buf_take(&b);
-}
-
 /* The seed texts: the --seed files (or, resuming an empty run, the ones it started with),
  * else the reference as a candidate. Each is parsed here, before anything is created, so
  * a bad seed fails the command with its file, line and column. */
@@ -796,13 +773,17 @@ static enum kevo_status seed_genomes(struct runctx *r, struct kevo_genome **out,
         char *text = NULL, *pmsg = NULL;
         size_t len = 0;
 
-        if (r->o->n_seeds || from_cfg)
-            text = path ? slurp(path, &len) : NULL;
+        if (!path)
+            st = kevo_run_fail(r, KEVO_ERR_INVALID, "the run's seed %d has no path", i + 1);
+        else if (r->o->n_seeds || from_cfg)
+            st = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, &pmsg);
         else
             st = kevo_run_reference_candidate(r->task_text, r->task_len, &text, &len);
-        if (!st && !text)
-            st = kevo_run_fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path ? path : "?",
-                               strerror(errno));
+        if (st && pmsg) {
+            st = kevo_run_fail(r, st, "%s", pmsg);
+            kevo_free(pmsg);
+            pmsg = NULL;
+        }
         if (!st) {
             st = kevo_genome_from_text(r->task, path, text, len, &g[i], &pmsg);
             if (st)
@@ -1074,9 +1055,12 @@ static enum kevo_status load_task(struct runctx *r, const char *path)
                         "archive", (long long)r->o->resume);
     } else {
         r->task_path = path;
-        r->task_text = slurp(path, &r->task_len);
-        if (!r->task_text)
-            return kevo_run_fail(r, KEVO_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+        st = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &r->task_text, &r->task_len, &m);
+        if (st) {
+            st = kevo_run_fail(r, st, "%s", m ? m : kevo_status_name(st));
+            kevo_free(m);
+            return st;
+        }
     }
     st = kevo_task_parse(r->task_path, r->task_text, r->task_len, &r->task, &m);
     if (st)

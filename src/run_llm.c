@@ -413,10 +413,8 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
     enum kevo_status st;
 
     kevo_buf_init(&prompt, (size_t)16 << 20);
-    if (kevo_buf_addf(&prompt, "[system]\n%s\n[user]\n%s", c->system ? c->system : "",
-                      c->user ? c->user : "") != KEVO_OK) {
-        /* a prompt over 16 MiB is stored cut */
-    }
+    kevo_buf_say(&prompt, "[system]\n%s\n[user]\n%s", c->system ? c->system : "",
+                 c->user ? c->user : "");   /* a prompt over 16 MiB is stored cut */
     memset(&rec, 0, sizeof rec);
     rec.run_id = r->run;
     rec.cand_id = cand;

@@ -12,21 +12,8 @@
 #include "buf.h"
 #include "mem.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Append to a message; a message cut at its cap is still the right message. */
-static void say(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK) {
-        /* keep what fitted */
-    }
-    va_end(ap);
-}
 
 /* Float pointee names and the dtype they hold (vector forms included). */
 static const struct {
@@ -104,15 +91,15 @@ static int check_arg(const struct kevo_task *task, const struct kevo_task *cand,
                                                 : NULL;
 
     if (a->kind == KEVO_ARG_TENSOR && !ptr)
-        return say(msg, "argument %d (tensor %s) goes to parameter %d of '%s', "
+        return kevo_buf_say(msg, "argument %d (tensor %s) goes to parameter %d of '%s', "
                              "'%s', which is not a pointer", i + 1, a->text, i + 1, l->kernel,
                              type), 1;
     if (a->kind != KEVO_ARG_TENSOR && ptr)
-        return say(msg, "argument %d ('%s', not a tensor) goes to parameter %d of "
+        return kevo_buf_say(msg, "argument %d ('%s', not a tensor) goes to parameter %d of "
                              "'%s', '%s', which is a pointer", i + 1, a->text, i + 1, l->kernel,
                              type), 1;
     if (tn && !pointee_ok(dt, pt))
-        return say(msg, "argument %d (tensor %s, %s) goes to parameter %d of '%s', "
+        return kevo_buf_say(msg, "argument %d (tensor %s, %s) goes to parameter %d of '%s', "
                              "'%s', which points to another type", i + 1, tn,
                              kevo_dtype_name(dt), i + 1, l->kernel, type), 1;
     return 0;
@@ -135,10 +122,10 @@ static enum kevo_status check_launch(const struct kevo_task *task, const struct 
         return st;
     if (st)
         return KEVO_OK;   /* a template or a macro: the worker checks it at launch */
-    say(msg, "%s:%d: error: launch of '%s' does not match its parameters (line %d): ",
+    kevo_buf_say(msg, "%s:%d: error: launch of '%s' does not match its parameters (line %d): ",
                   src->path, l->line, l->kernel, p.line);
     if (p.n_params != l->n_args) {
-        say(msg, "the launch passes %d argument%s, '%s' takes %d", l->n_args,
+        kevo_buf_say(msg, "the launch passes %d argument%s, '%s' takes %d", l->n_args,
                       l->n_args == 1 ? "" : "s", l->kernel, p.n_params);
         bad = 1;
     }

@@ -24,6 +24,7 @@
  */
 #include "task_int.h"
 #include "expr.h"
+#include "fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1238,66 +1239,6 @@ enum kevo_status kevo_candidate_parse(const struct kevo_task *task, const char *
 
 /* ---- files ---- */
 
-/* "PATH: error: WHAT[: strerror(err)]" */
-static enum kevo_status io_msg(const char *path, enum kevo_status st, const char *what, int err,
-                               char **out_msg)
-{
-    struct kevo_buf b;
-    char eb[256];
-
-    kevo_buf_init(&b, TASK_MSG_MAX);
-    st = bmsg(&b, st, NULL, 0, 0, "%s: error: %s%s%s", path, what, err ? ": " : "",
-              err ? strerror_r(err, eb, sizeof eb) : "");
-    if (out_msg)
-        *out_msg = take_msg(&b, st);
-    kevo_buf_free(&b);
-    return st;
-}
-
-/* Read a whole regular file of at most TASK_MAX_FILE bytes. */
-static enum kevo_status read_file(const char *path, char **out, size_t *out_len, char **out_msg)
-{
-    struct stat sb;
-    char *buf = NULL;
-    size_t len = 0;
-    enum kevo_status st = KEVO_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    *out = NULL;
-    if (fd < 0)
-        return io_msg(path, KEVO_ERR_IO, "cannot open", errno, out_msg);
-    if (fstat(fd, &sb) != 0)
-        st = io_msg(path, KEVO_ERR_IO, "cannot stat", errno, out_msg);
-    else if (S_ISDIR(sb.st_mode))
-        st = io_msg(path, KEVO_ERR_IO, "cannot read", EISDIR, out_msg);
-    else if (!S_ISREG(sb.st_mode))
-        st = io_msg(path, KEVO_ERR_IO, "not a regular file", 0, out_msg);
-    else if ((size_t)sb.st_size > TASK_MAX_FILE)
-        st = io_msg(path, KEVO_ERR_TOOBIG, "file is larger than 16 MiB", 0, out_msg);
-    else if (!(buf = kevo_malloc((size_t)sb.st_size + 1)))
-        st = KEVO_ERR_NOMEM;
-    while (!st) {
-        /* read one byte past the stat size so a file that grew is noticed */
-        ssize_t r = read(fd, buf + len, (size_t)sb.st_size + 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            st = io_msg(path, KEVO_ERR_IO, "cannot read", errno, out_msg);
-        else if (r == 0)
-            break;
-        else if ((len += (size_t)r) > (size_t)sb.st_size)
-            st = io_msg(path, KEVO_ERR_IO, "the file changed while it was read", 0, out_msg);
-    }
-    close(fd);
-    if (st) {
-        kevo_free(buf);
-        return st;
-    }
-    *out = buf;
-    *out_len = len;
-    return KEVO_OK;
-}
-
 enum kevo_status kevo_task_load(const char *path, struct kevo_task **out, char **out_msg)
 {
     char *text = NULL;
@@ -1307,7 +1248,7 @@ enum kevo_status kevo_task_load(const char *path, struct kevo_task **out, char *
     *out = NULL;
     if (out_msg)
         *out_msg = NULL;
-    st = read_file(path, &text, &len, out_msg);
+    st = kevo_fs_read_file(path, TASK_MAX_FILE, &text, &len, out_msg);
     if (!st)
         st = kevo_task_parse(path, text, len, out, out_msg);
     kevo_free(text);
@@ -1324,7 +1265,7 @@ enum kevo_status kevo_candidate_load(const struct kevo_task *task, const char *p
     *out = NULL;
     if (out_msg)
         *out_msg = NULL;
-    st = read_file(path, &text, &len, out_msg);
+    st = kevo_fs_read_file(path, TASK_MAX_FILE, &text, &len, out_msg);
     if (!st)
         st = kevo_candidate_parse(task, path, text, len, out, out_msg);
     kevo_free(text);

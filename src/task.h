@@ -93,6 +93,8 @@ struct kevo_launch {
     int line;
 };
 
+#define KEVO_TASK_MAX_FILE ((size_t)16 << 20)   /* task and candidate files, at most */
+
 struct kevo_param {
     char *name;
     int n_values;

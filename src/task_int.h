@@ -24,7 +24,7 @@
 
 /* Caps, so that no input (a fuzzed file, an LLM-written candidate) makes the parser
  * allocate or compute without bound. */
-#define TASK_MAX_FILE      ((size_t)16 << 20)
+#define TASK_MAX_FILE      KEVO_TASK_MAX_FILE
 #define TASK_MAX_WORKLOADS 256
 #define TASK_MAX_TENSORS   1024
 #define TASK_MAX_SCALARS   1024
