@@ -44,12 +44,11 @@ static void commented_source(struct kevo_buf *b, const char *text, size_t len)
 {
     const char *p = text, *end = text + len;
     while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl + 1 : end;
-        const char *s = p;
-        while (s < e && (*s == ' ' || *s == '\t'))
-            s++;
-        const char *k = (e - s > 7 && s[0] == '/' && s[1] == '/') ? strstr(s, "kevo") : NULL;
-        if (k && k < e && (k[4] == ' ' || k[4] == '\t')) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl + 1 : end, *kw;
+        size_t kl;
+        const char *k = kevo_task_directive(p, (size_t)((nl ? nl : end) - p), &kw, &kl)
+                            ? strstr(p, "kevo") : NULL;
+        if (k) {
             kevo_buf_say(b, "%.*sexport:%.*s", (int)(k - p), p, (int)(e - k - 4), k + 4);
         } else {
             kevo_buf_say(b, "%.*s", (int)(e - p), p);

@@ -208,26 +208,9 @@ enum kevo_status kevo_genome_set_flag(struct kevo_genome *g, const char *flag, i
 static int directive_kw(const char *s, const char *e, const char **kw, size_t *kw_len,
                         const char **rest)
 {
-    const char *p = s;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    if (e - p < 2 || p[0] != '/' || p[1] != '/')
+    if (!kevo_task_directive(s, (size_t)(e - s), kw, kw_len))
         return 0;
-    p += 2;
-    if (p >= e || (*p != ' ' && *p != '\t'))
-        return 0;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    if (e - p < 5 || strncmp(p, "kevo", 4) != 0 || (p[4] != ' ' && p[4] != '\t'))
-        return 0;
-    p += 4;
-    while (p < e && (*p == ' ' || *p == '\t'))
-        p++;
-    *kw = p;
-    while (p < e && !isspace((unsigned char)*p))
-        p++;
-    *kw_len = (size_t)(p - *kw);
-    *rest = p;
+    *rest = *kw + *kw_len;
     return 1;
 }
 

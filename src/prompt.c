@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "mem.h"
+#include "task.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -31,22 +32,9 @@ static char *read_file(const char *dir, const char *name, size_t cap)
 /* Is line [s, e) a `// kevo holdout` directive? */
 static int holdout_line(const char *s, const char *e)
 {
-    while (s < e && isblank((unsigned char)*s))
-        s++;
-    if (e - s < 2 || s[0] != '/' || s[1] != '/')
-        return 0;
-    s += 2;
-    if (s >= e || !isblank((unsigned char)*s))
-        return 0;
-    while (s < e && isblank((unsigned char)*s))
-        s++;
-    if (e - s < 5 || strncmp(s, "kevo", 4) != 0 || !isblank((unsigned char)s[4]))
-        return 0;
-    s += 4;
-    while (s < e && isblank((unsigned char)*s))
-        s++;
-    return e - s >= 7 && strncmp(s, "holdout", 7) == 0 &&
-           (e - s == 7 || isspace((unsigned char)s[7]));
+    const char *kw;
+    size_t n;
+    return kevo_task_directive(s, (size_t)(e - s), &kw, &n) && n == 7 && !strncmp(kw, "holdout", 7);
 }
 
 char *kevo_prompt_task_text(const char *t)

@@ -679,28 +679,6 @@ static enum kevo_status search_loop(struct runctx *r)
 
 /* ---- setup ---- */
 
-/* Is [s, e) a `// kevo KW` directive line? Then kw and kl give its keyword. */
-static int is_directive(const char *s, const char *e, const char **kw, size_t *kl)
-{
-    while (s < e && (*s == ' ' || *s == '\t'))
-        s++;
-    if (e - s < 8 || s[0] != '/' || s[1] != '/' || (s[2] != ' ' && s[2] != '\t'))
-        return 0;
-    s += 2;
-    while (s < e && (*s == ' ' || *s == '\t'))
-        s++;
-    if (e - s < 5 || strncmp(s, "kevo", 4) != 0 || (s[4] != ' ' && s[4] != '\t'))
-        return 0;
-    s += 5;
-    while (s < e && (*s == ' ' || *s == '\t'))
-        s++;
-    *kw = s;
-    while (s < e && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
-        s++;
-    *kl = (size_t)(s - *kw);
-    return 1;
-}
-
 enum kevo_status kevo_run_reference_candidate(const char *text, size_t len, char **out,
                                               size_t *out_len)
 {
@@ -713,10 +691,11 @@ enum kevo_status kevo_run_reference_candidate(const char *text, size_t len, char
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *e = nl ? nl + 1 : end, *kw;
         size_t kl;
-        if (is_directive(p, e, &kw, &kl) && kl == 7 && !strncmp(kw, "holdout", 7)) {
+        int dir = kevo_task_directive(p, (size_t)((nl ? nl : end) - p), &kw, &kl);
+        if (dir && kl == 7 && !strncmp(kw, "holdout", 7)) {
             /* held-out sizes stay secret: this text reaches archives and prompts */
             st = kevo_buf_adds(&b, nl ? "//\n" : "//");
-        } else if (is_directive(p, e, &kw, &kl) && !(kl == 6 && !strncmp(kw, "launch", 6)) &&
+        } else if (dir && !(kl == 6 && !strncmp(kw, "launch", 6)) &&
                    !(kl == 4 && !strncmp(kw, "call", 4))) {
             const char *k = strstr(p, "kevo");   /* "// kevo size" becomes "// task: size" */
             st = kevo_buf_add(&b, p, (size_t)(k - p));

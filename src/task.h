@@ -93,6 +93,13 @@ struct kevo_launch {
     int line;
 };
 
+/*
+ * Is line [l, l+n) (without its newline) a `// kevo KEYWORD ...` directive, by the
+ * parser's own rule? Then kw and kw_len give the keyword (empty for a bare `// kevo`). The
+ * modules that rewrite candidate and task texts use this, so they agree with the parser.
+ */
+int kevo_task_directive(const char *l, size_t n, const char **kw, size_t *kw_len);
+
 #define KEVO_TASK_MAX_FILE ((size_t)16 << 20)   /* task and candidate files, at most */
 
 struct kevo_param {

@@ -664,3 +664,17 @@ void kevo_task_tol(const struct kevo_task *task, const char *name, enum kevo_dty
     default:           *rtol = 0;       *atol = 0;    break;
     }
 }
+
+int kevo_task_directive(const char *l, size_t n, const char **kw, size_t *kw_len)
+{
+    size_t at, i;
+    if (!directive_at(l, n, &at))
+        return 0;
+    for (i = at; i < n && is_blank(l[i]); i++)
+        ;
+    *kw = l + i;
+    while (i < n && !is_blank(l[i]) && l[i] != '\r' && l[i] != '\n')
+        i++;
+    *kw_len = (size_t)(l + i - *kw);
+    return 1;
+}

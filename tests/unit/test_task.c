@@ -726,6 +726,28 @@ static void test_torch_block_and_atomics(void **state)
               "'atomics' declared twice (first at line 7)");
 }
 
+/* The parser's directive rule, as the text-rewriting modules see it. */
+static void test_directive_rule(void **state)
+{
+    const char *kw;
+    size_t n;
+    (void)state;
+    const char *l = "  //\tkevo  size N=1";
+    assert_true(kevo_task_directive(l, strlen(l), &kw, &n));
+    assert_int_equal(n, 4);
+    assert_memory_equal(kw, "size", 4);
+    l = "// kevo atomics\r";
+    assert_true(kevo_task_directive(l, strlen(l), &kw, &n));
+    assert_int_equal(n, 7);
+    l = "// kevo";
+    assert_true(kevo_task_directive(l, strlen(l), &kw, &n));
+    assert_int_equal(n, 0);
+    const char *not[] = { "//kevo size N=1", "/// kevo size", "// kevox size", "/* kevo size */",
+                          "x // kevo size", "// see kevo docs" };
+    for (size_t i = 0; i < sizeof not / sizeof *not; i++)
+        assert_false(kevo_task_directive(not[i], strlen(not[i]), &kw, &n));
+}
+
 static void test_errors_shapes_under_workloads(void **state)
 {
     (void)state;
@@ -1096,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_errors_scalars_tols),
         cmocka_unit_test(test_errors_bytes_flops),
         cmocka_unit_test(test_torch_block_and_atomics),
+        cmocka_unit_test(test_directive_rule),
         cmocka_unit_test(test_errors_shapes_under_workloads),
         cmocka_unit_test(test_errors_launch),
         cmocka_unit_test(test_errors_bytes_in_file),
