@@ -26,7 +26,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -332,21 +331,6 @@ static double now_s(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sha256_hex(const void *p, size_t n, char out[KEVO_HASH_HEX])
-{
-    static const char digits[] = "0123456789abcdef";
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-
-    /* EVP_Digest fails only when OpenSSL itself is broken (no sha256): a bug, not data */
-    KEVO_ASSERT(EVP_Digest(p, n, md, &len, EVP_sha256(), NULL) == 1 && len == 32);
-    for (unsigned int i = 0; i < len; i++) {
-        out[2 * i] = digits[md[i] >> 4];
-        out[2 * i + 1] = digits[md[i] & 15];
-    }
-    out[2 * len] = '\0';
 }
 
 /* Copy into a fixed field; 0, or -1 when it does not fit (dst is then ""). */
@@ -755,7 +739,9 @@ enum kevo_status kevo_archive_source_put(struct kevo_archive *a, const char *tex
     hash[0] = '\0';
     if (len > INT_MAX)
         return fail(a, KEVO_ERR_TOOBIG, "storing a source: %zu bytes is too big", len);
-    sha256_hex(len ? text : "", len, hash);
+    st = kevo_sha256_hex(len ? text : "", len, hash);
+    if (st != KEVO_OK)
+        return fail(a, st, "hashing a source: OpenSSL's SHA-256 failed");
     st = prep(a, S_SRC_PUT, &b);
     if (st != KEVO_OK)
         return st;

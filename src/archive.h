@@ -28,11 +28,11 @@
 #define KEVO_ARCHIVE_H
 
 #include "kevo.h"
+#include "sha.h"
 #include <stddef.h>
 #include <stdint.h>
 
 #define KEVO_ARCHIVE_SCHEMA 1          /* the schema version this kevo writes */
-#define KEVO_HASH_HEX 65               /* SHA-256 as 64 hex digits + NUL */
 
 struct kevo_archive;                   /* opaque */
 

@@ -11,6 +11,7 @@
 #define KEVO_GENOME_H
 
 #include "archive.h"
+#include "sha.h"
 #include "kevo.h"
 #include "task.h"
 #include <stdint.h>
@@ -62,7 +63,5 @@ KEVO_NODISCARD enum kevo_status kevo_genome_set_flag(struct kevo_genome *g, cons
 /* The same source with the same params, whatever values are chosen and flags set? */
 int kevo_genome_same_source(const struct kevo_genome *a, const struct kevo_genome *b);
 
-/* SHA-256 of n bytes as 64 hex digits. */
-KEVO_NODISCARD enum kevo_status kevo_sha256_hex(const void *p, size_t n, char out[KEVO_HASH_HEX]);
 
 #endif
