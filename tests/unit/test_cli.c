@@ -105,6 +105,33 @@ static void test_check_names_file_line_column(void **state)
     assert_int_equal(kevo("check", "tasks/cpu/", NULL), 0);
 }
 
+/* kevo run/runs/export: bad input is a message naming what and where, and no run. */
+static void test_run_bad_input(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    const char *db = "build/cli_runs.db";
+    unlink(db);
+    write_file("build/cli_bad_config.json", "{\"models\": [\"openai:x\",\n");
+    assert_int_equal(kevo("run", "tests/search/landscape.c", "--archive", db, "--config",
+                          "build/cli_bad_config.json", NULL), 2);
+    assert_non_null(strstr(err_text, "build/cli_bad_config.json:"));
+    assert_int_equal(kevo("run", "tests/search/landscape.c", "--archive", db, "--model",
+                          "gpt-5", NULL), 1);
+    assert_non_null(strstr(err_text, "--model gpt-5:"));
+    assert_int_equal(kevo("run", "tests/search/landscape.c", "--archive", db, "--seed",
+                          "build/no_such_seed.c", NULL), 1);
+    assert_non_null(strstr(err_text, "build/no_such_seed.c: error: cannot open"));
+    /* none of these created a run */
+    assert_int_equal(kevo("runs", "--archive", db, NULL), 0);
+    assert_null(strstr(out_text, "landscape"));
+    assert_int_equal(kevo("runs", "7", "--archive", db, NULL), 1);
+    assert_non_null(strstr(err_text, db));
+    assert_int_equal(kevo("export", "7", "--out", "build/cli_export", "--archive", db, NULL), 1);
+    assert_non_null(strstr(err_text, "run 7"));
+    assert_int_equal(kevo("export", "7", NULL), 2);
+}
+
 /* The bad tasks issue 3 names: each fails check with its place and its reason (an unknown
  * dtype is the f33 above). */
 static void test_check_bad_tasks(void **state)
@@ -192,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_usage_is_2),
         cmocka_unit_test(test_check_names_file_line_column),
         cmocka_unit_test(test_check_bad_tasks),
+        cmocka_unit_test(test_run_bad_input),
         cmocka_unit_test(test_eval_bad_task_is_1),
         cmocka_unit_test(test_eval_json_document),
         cmocka_unit_test(test_calibrate_cpu),
