@@ -98,19 +98,6 @@ struct cpu_ctx {
 
 static const struct kevo_backend_ops cpu_ops;
 
-/* Append to a message; one that does not fit is cut short, which is all we can do. */
-static void msgf(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void msgf(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    if (!b)
-        return;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK)
-        KEVO_DEBUG("backend_cpu: message truncated");
-    va_end(ap);
-}
-
 /* ---- device facts ---- */
 
 /* "32768K" -> bytes; 0 if unreadable. */
@@ -247,14 +234,14 @@ static enum kevo_status arena_init(struct cpu_arena *a, size_t size, struct kevo
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (a->reserve == MAP_FAILED) {
         a->reserve = NULL;
-        msgf(err, "reserving %zu bytes of address space: %s", a->reserve_size, strerror(errno));
+        kevo_buf_say(err, "reserving %zu bytes of address space: %s", a->reserve_size, strerror(errno));
         return KEVO_ERR_SYSTEM;
     }
     a->base = mmap(a->reserve + CPU_GUARD, size, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (a->base == MAP_FAILED) {
         a->base = NULL;
-        msgf(err, "mapping the %zu-byte shared arena: %s", size, strerror(errno));
+        kevo_buf_say(err, "mapping the %zu-byte shared arena: %s", size, strerror(errno));
         return KEVO_ERR_SYSTEM;
     }
     a->size = size;
@@ -470,11 +457,11 @@ static void cpu_module_free(void *vctx, struct kevo_module *m)
 static void where(struct kevo_buf *b, const struct kevo_module *m, int entry)
 {
     if (entry >= 0 && entry < m->n_entries)
-        msgf(b, "during '%s'", m->names[entry]);
+        kevo_buf_say(b, "during '%s'", m->names[entry]);
     else if (entry == -2)
-        msgf(b, "while loading the module (constructors)");
+        kevo_buf_say(b, "while loading the module (constructors)");
     else
-        msgf(b, "between calls");
+        kevo_buf_say(b, "between calls");
 }
 
 /*
@@ -493,45 +480,45 @@ static enum kevo_status run_fault(struct cpu_ctx *ctx, struct kevo_module *m,
     if (res->end == KEVO_RUN_OK)
         return KEVO_OK;
     if (res->end == KEVO_RUN_ARGS) {
-        msgf(err, "call %d: the shim of %s refused the argument count", res->call, m->path);
+        kevo_buf_say(err, "call %d: the shim of %s refused the argument count", res->call, m->path);
         return KEVO_ERR_LAUNCH;
     }
     kevo_buf_reset(b);
     switch (res->end) {
     case KEVO_RUN_LOAD:
-        msgf(b, "runner could not load the module: %s", detail ? detail : "?");
+        kevo_buf_say(b, "runner could not load the module: %s", detail ? detail : "?");
         break;
     case KEVO_RUN_SETUP:
-        msgf(b, "sandbox setup failed: %s", detail ? detail : "?");
+        kevo_buf_say(b, "sandbox setup failed: %s", detail ? detail : "?");
         st = KEVO_ERR_SANDBOX;
         break;
     case KEVO_RUN_SIGNALED:
         snprintf(sig, sizeof sig, "SIG%s", sigabbrev_np(res->sig) ? sigabbrev_np(res->sig) : "?");
-        msgf(b, "runner killed by %s ", sig);
+        kevo_buf_say(b, "runner killed by %s ", sig);
         where(b, m, res->entry);
         break;
     case KEVO_RUN_EXITED:
         if (res->code < 0)
-            msgf(b, "runner died (exit status unknown) ");
+            kevo_buf_say(b, "runner died (exit status unknown) ");
         else if (res->entry == -1)
-            msgf(b, "runner exited with status %d ", res->code);
+            kevo_buf_say(b, "runner exited with status %d ", res->code);
         else
-            msgf(b, "candidate called exit(%d) ", res->code);
+            kevo_buf_say(b, "candidate called exit(%d) ", res->code);
         where(b, m, res->entry);
         break;
     case KEVO_RUN_TIMEOUT:
-        msgf(b, "deadline of %g s passed ", ctx->deadline_s);
+        kevo_buf_say(b, "deadline of %g s passed ", ctx->deadline_s);
         where(b, m, res->entry);
-        msgf(b, "; runner killed");
+        kevo_buf_say(b, "; runner killed");
         st = KEVO_ERR_TIMEOUT;
         break;
     default:
-        msgf(b, "runner broke the protocol ");
+        kevo_buf_say(b, "runner broke the protocol ");
         where(b, m, res->entry);
-        msgf(b, "; runner killed");
+        kevo_buf_say(b, "; runner killed");
         break;
     }
-    msgf(err, "%s: %s", m->path, kevo_buf_str(b));
+    kevo_buf_say(err, "%s: %s", m->path, kevo_buf_str(b));
     m->dead = 1;
     module_stop_runner(m);
     return st;
@@ -578,7 +565,7 @@ static enum kevo_status module_ready(struct cpu_ctx *ctx, struct kevo_module *m,
     enum kevo_status st;
 
     if (m->dead) {
-        msgf(err, "%s: runner is gone (%s)", m->path, kevo_buf_str(&m->dead_msg));
+        kevo_buf_say(err, "%s: runner is gone (%s)", m->path, kevo_buf_str(&m->dead_msg));
         return KEVO_ERR_DEVICE;
     }
     if (m->runner)
@@ -589,7 +576,7 @@ static enum kevo_status module_ready(struct cpu_ctx *ctx, struct kevo_module *m,
         st = kevo_runner_start(ctx->sb, m->so_path, m->n_entries, m->slot,
                                kevo_sandbox_now() + ctx->deadline_s, &m->runner, &res, &why);
     if (st) {
-        msgf(err, "%s: starting the runner: %s", m->path, kevo_buf_str(&why));
+        kevo_buf_say(err, "%s: starting the runner: %s", m->path, kevo_buf_str(&why));
         module_stop_runner(m);   // gives the slot back; the next launch tries again
     } else {
         st = run_fault(ctx, m, &res, kevo_buf_str(&why), err);
@@ -610,11 +597,11 @@ static enum kevo_status module_ready(struct cpu_ctx *ctx, struct kevo_module *m,
 static void describe_value(struct kevo_buf *b, const struct kevo_val *v)
 {
     if (v->kind == KEVO_VAL_INT)
-        msgf(b, "value %lld", (long long)v->i);
+        kevo_buf_say(b, "value %lld", (long long)v->i);
     else if (v->kind == KEVO_VAL_FLOAT)
-        msgf(b, "value %g", v->f);
+        kevo_buf_say(b, "value %g", v->f);
     else
-        msgf(b, "a tensor");
+        kevo_buf_say(b, "a tensor");
 }
 
 /* Check one call against the entry's parameters; KEVO_ERR_LAUNCH with a message if bad. */
@@ -626,13 +613,13 @@ static enum kevo_status check_call(struct kevo_module *m, int ci, const struct k
     const char *f;
 
     if (c->entry < 0 || c->entry >= m->n_entries) {
-        msgf(err, "call %d names entry %d; %s has %d", ci, c->entry, m->path, m->n_entries);
+        kevo_buf_say(err, "call %d names entry %d; %s has %d", ci, c->entry, m->path, m->n_entries);
         return KEVO_ERR_LAUNCH;
     }
     f = m->names[c->entry];
     ps = kevo_runner_params(m->runner, c->entry, &np);
     if (np != m->protos[c->entry].n_params || c->n_args != np) {
-        msgf(err, "'%s' takes %d argument%s; call %d passes %d", f,
+        kevo_buf_say(err, "'%s' takes %d argument%s; call %d passes %d", f,
              m->protos[c->entry].n_params, m->protos[c->entry].n_params == 1 ? "" : "s", ci,
              c->n_args);
         return KEVO_ERR_LAUNCH;
@@ -642,16 +629,16 @@ static enum kevo_status check_call(struct kevo_module *m, int ci, const struct k
         enum kevo_arg_fit fit = kevo_cpu_arg_check(&ps[k], &c->args[k]);
         if (fit == KEVO_ARG_FITS)
             continue;
-        msgf(err, "'%s': argument %d (", f, k + 1);
+        kevo_buf_say(err, "'%s': argument %d (", f, k + 1);
         describe_value(err, &c->args[k]);
         if (fit == KEVO_ARG_RANGE)
-            msgf(err, ") does not fit parameter type '%s'", type);
+            kevo_buf_say(err, ") does not fit parameter type '%s'", type);
         else if (fit == KEVO_ARG_NEED_PTR)
-            msgf(err, ") is not a tensor, but parameter type '%s' is a pointer", type);
+            kevo_buf_say(err, ") is not a tensor, but parameter type '%s' is a pointer", type);
         else if (fit == KEVO_ARG_NOT_PTR)
-            msgf(err, ") is a tensor, but parameter type '%s' is not a pointer", type);
+            kevo_buf_say(err, ") is a tensor, but parameter type '%s' is not a pointer", type);
         else
-            msgf(err, "): parameter type '%s' cannot be passed", type);
+            kevo_buf_say(err, "): parameter type '%s' cannot be passed", type);
         return KEVO_ERR_LAUNCH;
     }
     return KEVO_OK;
@@ -663,7 +650,7 @@ static enum kevo_status check_fill(struct cpu_ctx *ctx, int ci, const struct kev
 {
     if (c->n_args != 3 || c->args[0].ptr % 4 || c->args[1].i < 0 ||
         !arena_has(&ctx->arena, c->args[0].ptr, (size_t)c->args[1].i)) {
-        msgf(err, "call %d: a fill outside device memory", ci);
+        kevo_buf_say(err, "call %d: a fill outside device memory", ci);
         return KEVO_ERR_INVALID;
     }
     return KEVO_OK;
@@ -677,7 +664,7 @@ static enum kevo_status prepare(struct cpu_ctx *ctx, struct kevo_module *m,
     enum kevo_status st;
 
     if (!m || n_calls < 0 || (n_calls && !calls)) {
-        msgf(err, "invalid launch request");
+        kevo_buf_say(err, "invalid launch request");
         return KEVO_ERR_INVALID;
     }
     st = finish_pending(ctx, err);
@@ -685,7 +672,7 @@ static enum kevo_status prepare(struct cpu_ctx *ctx, struct kevo_module *m,
         st = module_ready(ctx, m, err);
     for (int c = 0; c < n_calls && !st; c++) {
         if (calls[c].n_args < 0 || calls[c].n_args > KEVO_MAX_ARGS) {
-            msgf(err, "call %d has %d arguments", c, calls[c].n_args);
+            kevo_buf_say(err, "call %d has %d arguments", c, calls[c].n_args);
             return KEVO_ERR_LAUNCH;
         }
         st = calls[c].entry == KEVO_ENTRY_FILL ? check_fill(ctx, c, &calls[c], err)
@@ -718,7 +705,7 @@ static enum kevo_status cpu_sync(void *vctx, struct kevo_buf *err)
 
     if (!st && ctx->fault_st) {   // found by a memory operation's implicit wait
         st = ctx->fault_st;
-        msgf(err, "%s", kevo_buf_str(&ctx->fault_msg));
+        kevo_buf_say(err, "%s", kevo_buf_str(&ctx->fault_msg));
     }
     ctx->fault_st = KEVO_OK;
     kevo_buf_reset(&ctx->fault_msg);
@@ -795,7 +782,7 @@ static enum kevo_status cpu_time(void *vctx, struct kevo_module *m,
 
     memset(out, 0, sizeof *out);
     if (batch < 1) {
-        msgf(err, "timed batch of %d passes", batch);
+        kevo_buf_say(err, "timed batch of %d passes", batch);
         return KEVO_ERR_INVALID;
     }
     st = prepare(ctx, m, calls, n_calls, err);
@@ -909,15 +896,15 @@ static enum kevo_status vmem(struct cpu_ctx *ctx, uint64_t addr, enum kevo_dtype
 
     if (n < 0 || (unsigned)dt >= KEVO_DTYPE_COUNT ||
         __builtin_mul_overflow((size_t)n, kevo_dtype_size(dt), &bytes)) {
-        msgf(err, "%s: bad element count %lld", op, (long long)n);
+        kevo_buf_say(err, "%s: bad element count %lld", op, (long long)n);
         return KEVO_ERR_INVALID;
     }
     st = mem_op(ctx, addr, bytes, op);
     if (st == KEVO_ERR_INVALID)
-        msgf(err, "%s: %zu bytes at %#llx are outside device memory", op, bytes,
+        kevo_buf_say(err, "%s: %zu bytes at %#llx are outside device memory", op, bytes,
              (unsigned long long)addr);
     else if (st)   /* a fault of the last launch, found by the implicit wait */
-        msgf(err, "%s", kevo_buf_str(&ctx->fault_msg));
+        kevo_buf_say(err, "%s", kevo_buf_str(&ctx->fault_msg));
     return st;
 }
 

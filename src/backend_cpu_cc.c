@@ -31,19 +31,6 @@
 #define CPU_LOG_MAX (64u << 10)             /* compiler output kept */
 #define CPU_SRC_NAME "kevo_module.c"
 
-/* Append to a message; one that does not fit is cut short, which is all we can do. */
-static void msgf(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void msgf(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    if (!b)
-        return;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK)
-        KEVO_DEBUG("backend_cpu: message truncated");
-    va_end(ap);
-}
-
 
 static int is_identifier(const char *s)
 {
@@ -64,24 +51,24 @@ static enum kevo_status check_req(const struct kevo_compile_req *req, struct kev
         req->n_flags < 0 || (req->n_entries && !req->entries) ||
         (req->n_defines && (!req->define_names || !req->define_values)) ||
         (req->n_flags && !req->flags)) {
-        msgf(log, "invalid compile request\n");
+        kevo_buf_say(log, "invalid compile request\n");
         return KEVO_ERR_INVALID;
     }
     for (int i = 0; i < req->n_entries; i++) {
         if (!is_identifier(req->entries[i])) {
-            msgf(log, "entry %d is not a C identifier\n", i);
+            kevo_buf_say(log, "entry %d is not a C identifier\n", i);
             return KEVO_ERR_INVALID;
         }
     }
     for (int i = 0; i < req->n_defines; i++) {
         if (!is_identifier(req->define_names[i])) {
-            msgf(log, "define %d is not a C identifier\n", i);
+            kevo_buf_say(log, "define %d is not a C identifier\n", i);
             return KEVO_ERR_INVALID;
         }
     }
     for (int i = 0; i < req->n_flags; i++) {
         if (!req->flags[i] || req->flags[i][0] != '-') {
-            msgf(log, "flag %d is not an option\n", i);
+            kevo_buf_say(log, "flag %d is not an option\n", i);
             return KEVO_ERR_INVALID;
         }
     }
@@ -102,10 +89,10 @@ static enum kevo_status find_protos(const struct kevo_compile_req *req,
         st = kevo_cpu_proto_find(req->source, req->source_len, req->entries[e], &protos[e],
                                  &why);
         if (st == KEVO_ERR_NOTFOUND) {
-            msgf(log, "function '%s' not found in %s\n", req->entries[e], path);
+            kevo_buf_say(log, "function '%s' not found in %s\n", req->entries[e], path);
             st = KEVO_ERR_COMPILE;
         } else if (st && st != KEVO_ERR_NOMEM) {
-            msgf(log, "%s: function '%s' %s\n", path, req->entries[e], kevo_buf_str(&why));
+            kevo_buf_say(log, "%s: function '%s' %s\n", path, req->entries[e], kevo_buf_str(&why));
             st = KEVO_ERR_COMPILE;
         }
     }
@@ -331,7 +318,7 @@ static enum kevo_status run_compiler(char **argv, const char *dir, struct kevo_b
         ;
     (void)kill(-pid, SIGKILL);   // nothing of the compile may outlive it
     if (late) {
-        msgf(out, "\ncompiler timed out after %.0f s\n", CPU_COMPILE_TIMEOUT_S);
+        kevo_buf_say(out, "\ncompiler timed out after %.0f s\n", CPU_COMPILE_TIMEOUT_S);
         ws = -1;
     }
     *ok = ws == 0;
@@ -388,7 +375,7 @@ enum kevo_status kevo_cpu_build(const struct kevo_compile_req *req,
         goto out;
     dir = kevo_buf_take(&dirb);
     if (!dir || !mkdtemp(dir)) {
-        msgf(log, "cannot create a temporary directory: %s\n", strerror(errno));
+        kevo_buf_say(log, "cannot create a temporary directory: %s\n", strerror(errno));
         st = dir ? KEVO_ERR_IO : KEVO_ERR_NOMEM;
         kevo_free(dir);
         dir = NULL;

@@ -109,21 +109,6 @@ _Static_assert(sizeof(struct kevo_judge_part) == 128, "kevo_judge_part must mirr
 
 /* ---- messages ---- */
 
-/* Append to a message buffer (may be NULL); a message cut at the cap is kept as is. */
-static void msgf(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void msgf(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!b)
-        return;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK) {
-        /* truncated at the cap */
-    }
-    va_end(ap);
-}
-
 /* Note a status: a sticky fault marks the context lost. Returns st. */
 static enum kevo_status note(struct cuda_ctx *c, enum kevo_status st)
 {
@@ -144,7 +129,7 @@ static enum kevo_status report(struct cuda_ctx *c, enum kevo_status st)
 static enum kevo_status bind(struct cuda_ctx *c, struct kevo_buf *err)
 {
     if (c->lost) {
-        msgf(err, "the CUDA context was lost to an earlier device fault");
+        kevo_buf_say(err, "the CUDA context was lost to an earlier device fault");
         return KEVO_ERR_DEVICE;
     }
     return note(c, KEVO_CU(c->d, err, c->d->cuCtxSetCurrent(c->ctx)));
@@ -193,14 +178,14 @@ static enum kevo_status marshal_int(const struct kevo_val *v, int size, const ch
     int64_t lo, hi;
 
     if (size != 1 && size != 2 && size != 4 && size != 8) {
-        msgf(err, "kernel '%s': argument %d is an integer but the parameter is %d bytes "
+        kevo_buf_say(err, "kernel '%s': argument %d is an integer but the parameter is %d bytes "
                   "(expected 1, 2, 4 or 8)", kernel, index, size);
         return KEVO_ERR_LAUNCH;
     }
     hi = size == 8 ? INT64_MAX : (int64_t)((UINT64_C(1) << (8 * size - 1)) - 1);
     lo = -hi - 1;
     if (v->i < lo || v->i > hi) {
-        msgf(err, "kernel '%s': argument %d = %" PRId64 " does not fit its %d-byte parameter "
+        kevo_buf_say(err, "kernel '%s': argument %d = %" PRId64 " does not fit its %d-byte parameter "
                   "(range %" PRId64 "..%" PRId64 "; signedness is unknown, so values above "
                   "the signed maximum are refused)", kernel, index, v->i, size, lo, hi);
         return KEVO_ERR_LAUNCH;
@@ -242,11 +227,11 @@ static enum kevo_status marshal_float(const struct kevo_val *v, int size, const 
             return KEVO_OK;
         type = bf ? "bf16" : "half";
     } else {
-        msgf(err, "kernel '%s': argument %d is a float but the parameter is %d bytes "
+        kevo_buf_say(err, "kernel '%s': argument %d is a float but the parameter is %d bytes "
                   "(expected 2, 4 or 8)", kernel, index, size);
         return KEVO_ERR_LAUNCH;
     }
-    msgf(err, "kernel '%s': argument %d = %g overflows its %d-byte (%s) parameter", kernel,
+    kevo_buf_say(err, "kernel '%s': argument %d = %g overflows its %d-byte (%s) parameter", kernel,
          index, v->f, size, type);
     return KEVO_ERR_LAUNCH;
 }
@@ -259,7 +244,7 @@ enum kevo_status kevo_backend_cuda_marshal_arg(const struct kevo_val *v, int par
     switch (v->kind) {
     case KEVO_VAL_PTR:
         if (param_size != 8) {
-            msgf(err, "kernel '%s': argument %d is a device pointer (8 bytes) but the "
+            kevo_buf_say(err, "kernel '%s': argument %d is a device pointer (8 bytes) but the "
                       "parameter is %d bytes", kernel, index, param_size);
             return KEVO_ERR_LAUNCH;
         }
@@ -270,7 +255,7 @@ enum kevo_status kevo_backend_cuda_marshal_arg(const struct kevo_val *v, int par
     case KEVO_VAL_FLOAT:
         return marshal_float(v, param_size, kernel, index, out, err);
     }
-    msgf(err, "kernel '%s': argument %d has an unknown kind %d", kernel, index, (int)v->kind);
+    kevo_buf_say(err, "kernel '%s': argument %d has an unknown kind %d", kernel, index, (int)v->kind);
     return KEVO_ERR_LAUNCH;
 }
 
@@ -358,7 +343,7 @@ static enum kevo_status entry_info(struct cuda_ctx *c, struct cuda_entry *e, str
     fi->n_params = 0;
     while (d->cuFuncGetParamInfo(e->f, (size_t)fi->n_params, &off, &size) == CUDA_SUCCESS) {
         if (fi->n_params == KEVO_MAX_ARGS) {
-            msgf(log, "kernel '%s' has more than %d parameters\n", e->name, KEVO_MAX_ARGS);
+            kevo_buf_say(log, "kernel '%s' has more than %d parameters\n", e->name, KEVO_MAX_ARGS);
             return KEVO_ERR_COMPILE;
         }
         fi->param_size[fi->n_params++] = (int)size;
@@ -403,7 +388,7 @@ static enum kevo_status module_load(struct cuda_ctx *c, const void *cubin, int n
         m->n_entries = i + 1;
         CUresult r = d->cuModuleGetFunction(&e->f, m->mod, entries[i]);
         if (r == CUDA_ERROR_NOT_FOUND) {
-            msgf(log, "kernel '%s' not found; is it extern \"C\"?\n", entries[i]);
+            kevo_buf_say(log, "kernel '%s' not found; is it extern \"C\"?\n", entries[i]);
             st = KEVO_ERR_COMPILE;
             goto out;
         }
@@ -582,7 +567,7 @@ static enum kevo_status cuda_fill32(void *ctx, uint64_t dst, uint32_t pattern, s
 
     kevo_buf_reset(&c->msg);
     if (dst % 4 != 0) {
-        msgf(&c->msg, "fill32: address 0x%" PRIx64 " is not 4-byte aligned", dst);
+        kevo_buf_say(&c->msg, "fill32: address 0x%" PRIx64 " is not 4-byte aligned", dst);
         return report(c, KEVO_ERR_INVALID);
     }
     st = bind(c, &c->msg);
@@ -607,12 +592,12 @@ static enum kevo_status check_dims(const struct cuda_ctx *c, const struct cuda_e
 
     for (int k = 0; k < 3; k++) {
         if (call->block[k] < 1 || call->block[k] > (uint32_t)c->max_block[k]) {
-            msgf(err, "kernel '%s' (launch %d): block.%c = %u is outside 1..%d", e->name, i,
+            kevo_buf_say(err, "kernel '%s' (launch %d): block.%c = %u is outside 1..%d", e->name, i,
                  axis[k], call->block[k], c->max_block[k]);
             return KEVO_ERR_LAUNCH;
         }
         if (call->grid[k] < 1 || call->grid[k] > (uint32_t)c->max_grid[k]) {
-            msgf(err, "kernel '%s' (launch %d): grid.%c = %u is outside 1..%d", e->name, i,
+            kevo_buf_say(err, "kernel '%s' (launch %d): grid.%c = %u is outside 1..%d", e->name, i,
                  axis[k], call->grid[k], c->max_grid[k]);
             return KEVO_ERR_LAUNCH;
         }
@@ -620,13 +605,13 @@ static enum kevo_status check_dims(const struct cuda_ctx *c, const struct cuda_e
     }
     if (threads > (uint64_t)c->info.max_threads_per_block ||
         threads > (uint64_t)e->fi.max_threads_per_block) {
-        msgf(err, "kernel '%s' (launch %d): %" PRIu64 " threads per block; the device allows "
+        kevo_buf_say(err, "kernel '%s' (launch %d): %" PRIu64 " threads per block; the device allows "
                   "%d and this kernel (%d registers per thread) at most %d", e->name, i,
              threads, c->info.max_threads_per_block, e->fi.num_regs, e->fi.max_threads_per_block);
         return KEVO_ERR_LAUNCH;
     }
     if ((int64_t)call->smem + e->fi.static_smem > c->info.smem_per_block_optin) {
-        msgf(err, "kernel '%s' (launch %d): %u bytes of dynamic shared memory plus %d static "
+        kevo_buf_say(err, "kernel '%s' (launch %d): %u bytes of dynamic shared memory plus %d static "
                   "exceed the device's %" PRId64 " per block", e->name, i, call->smem,
              e->fi.static_smem, c->info.smem_per_block_optin);
         return KEVO_ERR_LAUNCH;
@@ -645,7 +630,7 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
     memset(p, 0, sizeof *p);   /* callers may pass uninitialised storage (the harness's h[]) */
     if (call->entry == KEVO_ENTRY_FILL) {
         if (call->n_args != 3 || call->args[0].ptr % 4 != 0 || call->args[1].i < 0) {
-            msgf(err, "launch %d: a fill needs an aligned address and a size", i);
+            kevo_buf_say(err, "launch %d: a fill needs an aligned address and a size", i);
             return KEVO_ERR_INVALID;
         }
         p->fill = 1;
@@ -656,7 +641,7 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
         return KEVO_OK;
     }
     if (!m || call->entry < 0 || call->entry >= m->n_entries) {
-        msgf(err, "launch %d: entry %d does not exist (module has %d)", i, call->entry,
+        kevo_buf_say(err, "launch %d: entry %d does not exist (module has %d)", i, call->entry,
              m ? m->n_entries : 0);
         return KEVO_ERR_LAUNCH;
     }
@@ -665,7 +650,7 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
     if (st)
         return st;
     if (call->n_args != e->fi.n_params) {
-        msgf(err, "kernel '%s' (launch %d): %d arguments given, the kernel takes %d", e->name,
+        kevo_buf_say(err, "kernel '%s' (launch %d): %d arguments given, the kernel takes %d", e->name,
              i, call->n_args, e->fi.n_params);
         return KEVO_ERR_LAUNCH;
     }
@@ -697,7 +682,7 @@ static enum kevo_status prepare(struct cuda_ctx *c, struct kevo_module *m,
 
     *out = NULL;
     if (n_calls < 0 || (n_calls > 0 && !calls)) {
-        msgf(err, "launch: bad plan (%d calls)", n_calls);
+        kevo_buf_say(err, "launch: bad plan (%d calls)", n_calls);
         return KEVO_ERR_INVALID;
     }
     p = kevo_calloc(n_calls > 0 ? (size_t)n_calls : 1, sizeof *p);
@@ -736,7 +721,7 @@ static enum kevo_status enqueue(struct cuda_ctx *c, const struct prepared *p,
                                   p->block[1], p->block[2], p->smem, c->stream,
                                   (void **)p->argp, NULL));
     if (st && err && err->len > before)
-        msgf(err, " (kernel '%s')", p->name);
+        kevo_buf_say(err, " (kernel '%s')", p->name);
     return note(c, st);
 }
 
@@ -874,7 +859,7 @@ static enum kevo_status cuda_time(void *ctx, struct kevo_module *m,
 
     memset(out, 0, sizeof *out);
     if (batch < 1) {
-        msgf(err, "time: batch must be >= 1 (got %d)", batch);
+        kevo_buf_say(err, "time: batch must be >= 1 (got %d)", batch);
         return KEVO_ERR_INVALID;
     }
     st = drain(c, err);   /* the blocker must not wait behind earlier work */
@@ -1312,7 +1297,7 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
         st = module_load(c, cubin, n_ent, entries, &c->harness, err);
     kevo_free(cubin);
     if (st)
-        msgf(err, "\ncuda: the timing harness (kernels/harness.cu) did not build for %s",
+        kevo_buf_say(err, "\ncuda: the timing harness (kernels/harness.cu) did not build for %s",
              c->info.arch);
     return st;
 }
@@ -1355,7 +1340,7 @@ static enum kevo_status open_device(struct cuda_ctx *c, int device, struct kevo_
     if (st)
         return st;
     if (device < 0 || device >= count) {
-        msgf(err, "no CUDA device %d (%d present)", device, count);
+        kevo_buf_say(err, "no CUDA device %d (%d present)", device, count);
         return KEVO_ERR_NODEV;
     }
     st = KEVO_CU(d, err, d->cuDeviceGet(&c->dev, device));

@@ -116,6 +116,8 @@ const char *kevo_buf_str(const struct kevo_buf *b) { return b->data ? b->data : 
 void kevo_buf_say(struct kevo_buf *b, const char *fmt, ...)
 {
     va_list ap;
+    if (!b)
+        return;
     va_start(ap, fmt);
     enum kevo_status st = kevo_buf_vaddf(b, fmt, ap);
     va_end(ap);

@@ -27,7 +27,8 @@ KEVO_NODISCARD enum kevo_status kevo_buf_addf(struct kevo_buf *b, const char *fm
     __attribute__((format(printf, 2, 3)));
 KEVO_NODISCARD enum kevo_status kevo_buf_vaddf(struct kevo_buf *b, const char *fmt, va_list ap);
 /* Append for messages and generated text: what does not fit the cap is cut, which a
- * message or a prompt survives (the caller may look at b->len against b->max). */
+ * message or a prompt survives (the caller may look at b->len against b->max).
+ * b NULL: nothing (a caller that does not want the message). */
 void kevo_buf_say(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hand the string to the caller (free with kevo_free); b is reset to empty.
  * Never NULL unless out of memory. */
