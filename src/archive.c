@@ -18,6 +18,7 @@
  * the cached statements); open one handle per thread. Processes may share a file.
  */
 #include "archive.h"
+#include "archive_int.h"
 #include "fsutil.h"
 #include "log.h"
 #include "mem.h"
@@ -37,222 +38,6 @@
 #define APP_ID    0x4B45564F     /* "KEVO" in the file header: tells our files from others */
 #define BUSY_MS   5000           /* how long a writer waits for another one */
 #define ERR_MAX   (PATH_MAX + 512)
-
-/* ---- schema and migrations ---- */
-
-/*
- * migrations[v] takes a database from user_version v to v + 1. Steps are only ever
- * appended; a released step is never edited (files in the field went through it).
- */
-static const char *const migrations[] = {
-    /* 0 -> 1: everything */
-    "CREATE TABLE meta ("
-    "  key   TEXT PRIMARY KEY,"
-    "  value TEXT NOT NULL);"
-    "INSERT INTO meta(key, value) VALUES ('format', 'kevo-archive'),"
-    "  ('created', strftime('%Y-%m-%dT%H:%M:%SZ', 'now')), ('created_by', '" KEVO_VERSION "');"
-    "CREATE TABLE sources ("
-    "  hash   TEXT PRIMARY KEY,"
-    "  text   BLOB NOT NULL,"
-    "  length INTEGER NOT NULL);"
-    "CREATE TABLE runs ("
-    "  id          INTEGER PRIMARY KEY,"
-    "  task_name   TEXT NOT NULL,"
-    "  task_path   TEXT,"
-    "  task_hash   TEXT NOT NULL REFERENCES sources(hash),"
-    "  config_json TEXT NOT NULL,"
-    "  result_json TEXT,"
-    "  status      TEXT NOT NULL"
-    "              CHECK (status IN ('running', 'done', 'stopped', 'failed')),"
-    "  started     REAL NOT NULL,"
-    "  updated     REAL NOT NULL,"
-    "  n_cands     INTEGER NOT NULL DEFAULT 0,"
-    "  n_done      INTEGER NOT NULL DEFAULT 0,"
-    "  n_ok        INTEGER NOT NULL DEFAULT 0);"
-    /* small columns first, JSON last: a row's head answers most reads without
-     * touching its overflow pages */
-    "CREATE TABLE candidates ("
-    "  id               INTEGER PRIMARY KEY,"
-    "  run_id           INTEGER NOT NULL REFERENCES runs(id),"
-    "  key              TEXT NOT NULL,"
-    "  source_hash      TEXT NOT NULL REFERENCES sources(hash),"
-    "  parent1          INTEGER REFERENCES candidates(id),"
-    "  parent2          INTEGER REFERENCES candidates(id),"
-    "  op               TEXT NOT NULL,"
-    "  island           INTEGER NOT NULL DEFAULT -1,"
-    "  cell             INTEGER NOT NULL DEFAULT -1,"
-    "  generation       INTEGER NOT NULL DEFAULT 0,"
-    "  state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done')),"
-    "  verdict          TEXT NOT NULL DEFAULT '',"
-    "  score            REAL,"
-    "  sol_fraction     REAL,"
-    "  speedup          REAL,"
-    "  improved         INTEGER NOT NULL DEFAULT 0,"
-    "  created          REAL NOT NULL,"
-    "  finished         REAL,"
-    "  params_json      TEXT,"
-    "  flags_json       TEXT,"
-    "  descriptors_json TEXT,"
-    "  metrics_json     TEXT,"
-    "  UNIQUE (run_id, key));"
-    /* the queries the search makes every step; partial indexes hold only ok rows */
-    "CREATE INDEX cand_state ON candidates(run_id, state);"
-    "CREATE INDEX cand_ok ON candidates(run_id, score) WHERE verdict = 'ok';"
-    "CREATE INDEX cand_ok_island ON candidates(run_id, island, score) WHERE verdict = 'ok';"
-    "CREATE INDEX cand_ok_cell ON candidates(run_id, island, cell, score)"
-    "  WHERE verdict = 'ok';"
-    "CREATE TABLE evaluations ("
-    "  id      INTEGER PRIMARY KEY,"
-    "  cand_id INTEGER NOT NULL REFERENCES candidates(id),"
-    "  kind    TEXT NOT NULL,"
-    "  result  TEXT NOT NULL,"
-    "  created REAL NOT NULL);"
-    "CREATE INDEX eval_cand ON evaluations(cand_id, kind);"
-    "CREATE TABLE llm_calls ("
-    "  id          INTEGER PRIMARY KEY,"
-    "  run_id      INTEGER NOT NULL REFERENCES runs(id),"
-    "  cand_id     INTEGER REFERENCES candidates(id),"
-    "  model       TEXT NOT NULL,"
-    "  op          TEXT NOT NULL,"
-    "  prompt_hash TEXT NOT NULL,"
-    "  prompt      TEXT NOT NULL,"
-    "  reply       TEXT,"
-    "  tokens_in   INTEGER NOT NULL,"
-    "  tokens_out  INTEGER NOT NULL,"
-    "  cost        REAL NOT NULL,"
-    "  latency_s   REAL NOT NULL,"
-    "  status      TEXT NOT NULL,"
-    "  created     REAL NOT NULL);"
-    "CREATE INDEX llm_prompt ON llm_calls(prompt_hash);"
-    "CREATE INDEX llm_run ON llm_calls(run_id);"
-    "CREATE TABLE op_stats ("
-    "  run_id   INTEGER NOT NULL REFERENCES runs(id),"
-    "  op       TEXT NOT NULL,"
-    "  proposed INTEGER NOT NULL DEFAULT 0,"
-    "  done     INTEGER NOT NULL DEFAULT 0,"
-    "  ok       INTEGER NOT NULL DEFAULT 0,"
-    "  improved INTEGER NOT NULL DEFAULT 0,"
-    "  PRIMARY KEY (run_id, op)) WITHOUT ROWID;"
-    /* run and operator counters move with the candidate rows, in the same transaction,
-     * so counts and op stats are lookups, not scans of the run */
-    "CREATE TRIGGER cand_count_ins AFTER INSERT ON candidates BEGIN"
-    "  UPDATE runs SET n_cands = n_cands + 1,"
-    "                  n_done = n_done + (NEW.state = 'done'),"
-    "                  n_ok = n_ok + (NEW.verdict = 'ok'),"
-    "                  updated = max(updated, NEW.created)"
-    "   WHERE id = NEW.run_id;"
-    "  INSERT INTO op_stats(run_id, op) SELECT NEW.run_id, NEW.op WHERE NOT EXISTS"
-    "    (SELECT 1 FROM op_stats WHERE run_id = NEW.run_id AND op = NEW.op);"
-    "  UPDATE op_stats SET proposed = proposed + 1,"
-    "                      done = done + (NEW.state = 'done'),"
-    "                      ok = ok + (NEW.verdict = 'ok'),"
-    "                      improved = improved + NEW.improved"
-    "   WHERE run_id = NEW.run_id AND op = NEW.op;"
-    "END;"
-    "CREATE TRIGGER cand_count_upd AFTER UPDATE OF state, verdict, improved ON candidates"
-    " BEGIN"
-    "  UPDATE runs SET n_done = n_done + (NEW.state = 'done') - (OLD.state = 'done'),"
-    "                  n_ok = n_ok + (NEW.verdict = 'ok') - (OLD.verdict = 'ok'),"
-    "                  updated = max(updated, coalesce(NEW.finished, updated))"
-    "   WHERE id = NEW.run_id;"
-    "  UPDATE op_stats SET done = done + (NEW.state = 'done') - (OLD.state = 'done'),"
-    "                      ok = ok + (NEW.verdict = 'ok') - (OLD.verdict = 'ok'),"
-    "                      improved = improved + NEW.improved - OLD.improved"
-    "   WHERE run_id = NEW.run_id AND op = NEW.op;"
-    "END;"
-    "CREATE TRIGGER cand_count_del AFTER DELETE ON candidates BEGIN"
-    "  UPDATE runs SET n_cands = n_cands - 1,"
-    "                  n_done = n_done - (OLD.state = 'done'),"
-    "                  n_ok = n_ok - (OLD.verdict = 'ok')"
-    "   WHERE id = OLD.run_id;"
-    "  UPDATE op_stats SET proposed = proposed - 1,"
-    "                      done = done - (OLD.state = 'done'),"
-    "                      ok = ok - (OLD.verdict = 'ok'),"
-    "                      improved = improved - OLD.improved"
-    "   WHERE run_id = OLD.run_id AND op = OLD.op;"
-    "END;",
-};
-_Static_assert(sizeof migrations / sizeof migrations[0] == KEVO_ARCHIVE_SCHEMA,
-               "one migration step per schema version");
-
-/* ---- cached statements ---- */
-
-enum stmt_id {
-    S_BEGIN, S_COMMIT, S_ROLLBACK,
-    S_APP_ID, S_VERSION, S_N_OBJECTS,
-    S_SRC_PUT, S_SRC_GET,
-    S_RUN_ADD, S_RUN_GET, S_RUN_FINISH, S_RUNS,
-    S_CAND_ADD, S_CAND_KEY, S_CAND_FINISH, S_CAND_PLACE, S_CAND_GET, S_CAND_IDS,
-    S_BEST_ALL, S_BEST_ISLAND, S_ELITE_NEXT, S_COUNTS, S_OP_STATS,
-    S_EVAL_ADD, S_EVAL_GET,
-    S_LLM_ADD, S_LLM_CACHED, S_LLM_COST,
-    S_COUNT
-};
-
-#define CAND_COLS                                                                        \
-    "id, run_id, coalesce(parent1, 0), coalesce(parent2, 0), source_hash, key, op,"      \
-    " params_json, flags_json, descriptors_json, island, cell, generation, state,"       \
-    " verdict, score, sol_fraction, speedup, metrics_json, created, finished"
-
-static const char *const stmt_sql[S_COUNT] = {
-    [S_BEGIN]    = "BEGIN IMMEDIATE",
-    [S_COMMIT]   = "COMMIT",
-    [S_ROLLBACK] = "ROLLBACK",
-    [S_APP_ID]   = "PRAGMA application_id",
-    [S_VERSION]  = "PRAGMA user_version",
-    [S_N_OBJECTS] = "SELECT count(*) FROM sqlite_master",
-    [S_SRC_PUT]  = "INSERT INTO sources(hash, text, length) VALUES (?1, ?2, ?3)"
-                   " ON CONFLICT(hash) DO NOTHING",
-    [S_SRC_GET]  = "SELECT text, length FROM sources WHERE hash = ?1",
-    [S_RUN_ADD]  = "INSERT INTO runs(task_name, task_path, task_hash, config_json, status,"
-                   " started, updated) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5)",
-    [S_RUN_GET]  = "SELECT id, task_name, task_path, task_hash, config_json, result_json,"
-                   " status, started, updated FROM runs WHERE id = ?1",
-    [S_RUN_FINISH] = "UPDATE runs SET status = ?2, result_json = coalesce(?3, result_json),"
-                     " updated = ?4 WHERE id = ?1",
-    [S_RUNS]     = "SELECT r.id, r.task_name, r.task_path, r.status, r.started, r.updated,"
-                   " r.n_cands, r.n_ok, (SELECT min(c.score) FROM candidates c"
-                   "  WHERE c.run_id = r.id AND c.verdict = 'ok')"
-                   " FROM runs r ORDER BY r.id DESC",
-    [S_CAND_ADD] = "INSERT INTO candidates(run_id, key, source_hash, parent1, parent2, op,"
-                   " params_json, flags_json, descriptors_json, island, cell, generation,"
-                   " created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-                   " ON CONFLICT(run_id, key) DO NOTHING",
-    [S_CAND_KEY] = "SELECT id FROM candidates WHERE run_id = ?1 AND key = ?2",
-    /* "improved" is judged once, against the first parent as it stands now */
-    [S_CAND_FINISH] = "UPDATE candidates SET state = 'done', verdict = ?2, score = ?3,"
-                      " sol_fraction = ?4, speedup = ?5, metrics_json = ?6, finished = ?7,"
-                      " improved = (?2 = 'ok' AND coalesce((SELECT ?3 < p.score"
-                      "  FROM candidates p WHERE p.id = candidates.parent1"
-                      "  AND p.verdict = 'ok'), 0))"
-                      " WHERE id = ?1",
-    [S_CAND_PLACE] = "UPDATE candidates SET island = ?2, cell = ?3,"
-                     " descriptors_json = coalesce(?4, descriptors_json) WHERE id = ?1",
-    [S_CAND_GET] = "SELECT " CAND_COLS " FROM candidates WHERE id = ?1",
-    [S_CAND_IDS] = "SELECT id FROM candidates WHERE run_id = ?1 AND state = ?2 ORDER BY id",
-    [S_BEST_ALL] = "SELECT id FROM candidates WHERE run_id = ?1 AND verdict = 'ok'"
-                   " ORDER BY score, id LIMIT ?2",
-    [S_BEST_ISLAND] = "SELECT id FROM candidates WHERE run_id = ?1 AND island = ?2"
-                      " AND verdict = 'ok' ORDER BY score, id LIMIT ?3",
-    /* the elite of the first occupied cell after ?3 (>= -1): one seek in cand_ok_cell,
-     * so a grid costs (occupied cells) seeks however many candidates the run has. The
-     * one range bound is ?3: a second (cell >= 0) would make SQLite seek to it and scan */
-    [S_ELITE_NEXT] = "SELECT cell, id FROM candidates WHERE run_id = ?1 AND island = ?2"
-                     " AND verdict = 'ok' AND cell > ?3 ORDER BY cell, score, id LIMIT 1",
-    [S_COUNTS]   = "SELECT n_cands, n_done, n_ok FROM runs WHERE id = ?1",
-    [S_OP_STATS] = "SELECT op, proposed, done, ok, improved FROM op_stats"
-                   " WHERE run_id = ?1 ORDER BY op",
-    [S_EVAL_ADD] = "INSERT INTO evaluations(cand_id, kind, result, created)"
-                   " VALUES (?1, ?2, ?3, ?4)",
-    [S_EVAL_GET] = "SELECT result FROM evaluations WHERE cand_id = ?1 AND kind = ?2"
-                   " ORDER BY id DESC LIMIT 1",
-    [S_LLM_ADD]  = "INSERT INTO llm_calls(run_id, cand_id, model, op, prompt_hash, prompt,"
-                   " reply, tokens_in, tokens_out, cost, latency_s, status, created)"
-                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-    [S_LLM_CACHED] = "SELECT reply FROM llm_calls WHERE prompt_hash = ?1 AND status = 'ok'"
-                     " AND reply IS NOT NULL ORDER BY id DESC LIMIT 1",
-    [S_LLM_COST] = "SELECT total(cost) FROM llm_calls WHERE run_id = ?1",
-};
 
 struct kevo_archive {
     sqlite3 *db;
@@ -352,7 +137,7 @@ static enum kevo_status stmt(struct kevo_archive *a, enum stmt_id id, sqlite3_st
 
     *out = NULL;
     if (!a->stmt[id]) {
-        rc = sqlite3_prepare_v3(a->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+        rc = sqlite3_prepare_v3(a->db, kevo_archive_stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
                                 &a->stmt[id], NULL);
         if (rc != SQLITE_OK)
             return fail_db(a, rc, "preparing a statement");
@@ -584,7 +369,7 @@ static enum kevo_status migrate(struct kevo_archive *a)
     st = check_file(a, &v);
     from = v;
     for (; st == KEVO_OK && v < KEVO_ARCHIVE_SCHEMA; v++)
-        st = exec_sql(a, migrations[v], "migrating the archive schema");
+        st = exec_sql(a, kevo_archive_migrations[v], "migrating the archive schema");
     if (st == KEVO_OK && from < KEVO_ARCHIVE_SCHEMA) {
         /* PRAGMA arguments cannot be bound; both are compile-time integers */
         snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d",
@@ -709,6 +494,11 @@ void kevo_archive_close(struct kevo_archive *a)
 const char *kevo_archive_errmsg(const struct kevo_archive *a)
 {
     return a ? a->err : "";
+}
+
+const char *kevo_archive_test_migration(int v)
+{
+    return v >= 0 && v < KEVO_ARCHIVE_SCHEMA ? kevo_archive_migrations[v] : NULL;
 }
 
 enum kevo_status kevo_archive_test_limits(struct kevo_archive *a, int64_t max_pages, int busy_ms)
@@ -870,6 +660,7 @@ static enum kevo_status run_fill(struct kevo_archive *a, sqlite3_stmt *s,
     out->status = (enum kevo_run_status)status;
     out->started = sqlite3_column_double(s, 7);
     out->updated = sqlite3_column_double(s, 8);
+    out->sessions = sqlite3_column_int(s, 9);
     return KEVO_OK;
 }
 
@@ -1056,8 +847,9 @@ enum kevo_status kevo_archive_cand_add(struct kevo_archive *a, const struct kevo
 }
 
 /* The UPDATE of cand_finish; NOTFOUND when there is no such candidate. */
-static enum kevo_status finish_update(struct kevo_archive *a, int64_t id, const char *verdict,
-                                      const double v[3], const char *metrics_json, double t)
+static enum kevo_status finish_update(struct kevo_archive *a, int64_t id, int64_t step,
+                                      const char *verdict, const double v[3],
+                                      const char *metrics_json, double t)
 {
     struct bind b;
     enum kevo_status st = prep(a, S_CAND_FINISH, &b);
@@ -1071,6 +863,7 @@ static enum kevo_status finish_update(struct kevo_archive *a, int64_t id, const 
     b_real(&b, 5, v[2]);
     b_text(&b, 6, metrics_json);
     b_real(&b, 7, t);
+    b_id(&b, 8, step);
     st = write_stmt(a, &b, "storing a verdict");
     if (st == KEVO_OK && sqlite3_changes(a->db) == 0)
         st = fail(a, KEVO_ERR_NOTFOUND, "storing a verdict: no candidate %lld", (long long)id);
@@ -1097,6 +890,15 @@ enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a, int64_t id,
                                           double sol_fraction, double speedup,
                                           const char *metrics_json, const char *result_json)
 {
+    return kevo_archive_cand_finish_step(a, id, 0, verdict, score, sol_fraction, speedup,
+                                         metrics_json, result_json);
+}
+
+enum kevo_status kevo_archive_cand_finish_step(struct kevo_archive *a, int64_t id, int64_t step,
+                                               const char *verdict, double score,
+                                               double sol_fraction, double speedup,
+                                               const char *metrics_json, const char *result_json)
+{
     const double v[3] = { score, sol_fraction, speedup };
     double t = now_s();
     enum kevo_status st;
@@ -1112,7 +914,7 @@ enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a, int64_t id,
     st = tx_begin(a);
     if (st != KEVO_OK)
         return st;
-    st = finish_update(a, id, verdict, v, metrics_json, t);
+    st = finish_update(a, id, step, verdict, v, metrics_json, t);
     if (st == KEVO_OK && result_json)
         st = eval_insert(a, id, "verify", result_json, t);
     return tx_end(a, st);
@@ -1180,6 +982,7 @@ static enum kevo_status cand_fill(struct kevo_archive *a, sqlite3_stmt *s,
     out->speedup = col_real(s, 17);
     out->created = sqlite3_column_double(s, 19);
     out->finished = sqlite3_column_double(s, 20);     /* NULL (pending): 0 */
+    out->step = sqlite3_column_int64(s, 21);
     return KEVO_OK;
 }
 
@@ -1241,13 +1044,14 @@ enum kevo_status kevo_archive_cand_ids(struct kevo_archive *a, int64_t run,
     KEVO_ASSERT(a && ids && n);
     *ids = NULL;
     *n = 0;
-    if ((int)state < 0 || state > KEVO_CAND_DONE)
+    if ((int)state < 0 || state > KEVO_CAND_ANY)
         return fail(a, KEVO_ERR_INVALID, "listing candidates: bad state %d", (int)state);
-    st = prep(a, S_CAND_IDS, &b);
+    st = prep(a, state == KEVO_CAND_ANY ? S_CAND_ALL : S_CAND_IDS, &b);
     if (st != KEVO_OK)
         return st;
     b_int(&b, 1, run);
-    b_text(&b, 2, cand_state_names[state]);
+    if (state != KEVO_CAND_ANY)
+        b_text(&b, 2, cand_state_names[state]);
     st = bound(a, &b);
     if (st == KEVO_OK)
         st = collect_ids(a, b.s, ids, n);
@@ -1479,6 +1283,7 @@ enum kevo_status kevo_archive_llm_add(struct kevo_archive *a, const struct kevo_
     b_real(&b, 11, isfinite(r->latency_s) ? r->latency_s : 0.0);
     b_text(&b, 12, r->status);
     b_real(&b, 13, now_s());
+    b_id(&b, 14, r->step);
     st = write_stmt(a, &b, "recording an LLM call");
     if (st == KEVO_OK)
         *id = sqlite3_last_insert_rowid(a->db);
@@ -1521,5 +1326,116 @@ enum kevo_status kevo_archive_llm_cost(struct kevo_archive *a, int64_t run, doub
     if (st == KEVO_OK)
         *cost = sqlite3_column_double(b.s, 0);
     done(b.s);
+    return st;
+}
+
+void kevo_archive_llm_rows_free(struct kevo_llm_row *rows, int n)
+{
+    for (int i = 0; rows && i < n; i++) {
+        kevo_free(rows[i].model);
+        kevo_free(rows[i].op);
+        kevo_free(rows[i].reply);
+        kevo_free(rows[i].status);
+    }
+    kevo_free(rows);
+}
+
+/* The current S_LLM_ROWS row into r. */
+static enum kevo_status llm_row_fill(struct kevo_archive *a, sqlite3_stmt *s,
+                                     struct kevo_llm_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(s, 0);
+    r->cand_id = sqlite3_column_int64(s, 1);
+    r->step = sqlite3_column_int64(s, 2);
+    r->tokens_in = sqlite3_column_int64(s, 3);
+    r->tokens_out = sqlite3_column_int64(s, 4);
+    r->cost = sqlite3_column_double(s, 5);
+    r->latency_s = sqlite3_column_double(s, 6);
+    if (col_dup(s, 7, &r->model) || col_dup(s, 8, &r->op) || col_dup(s, 10, &r->reply) ||
+        col_dup(s, 11, &r->status))
+        return fail(a, KEVO_ERR_NOMEM, "reading LLM call %lld: out of memory", (long long)r->id);
+    if (!r->model || !r->op || !r->status ||
+        copy_field(r->prompt_hash, sizeof r->prompt_hash, (const char *)sqlite3_column_text(s, 9)))
+        return fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)r->id);
+    return KEVO_OK;
+}
+
+enum kevo_status kevo_archive_llm_rows(struct kevo_archive *a, int64_t run,
+                                       struct kevo_llm_row **rows, int *n)
+{
+    struct bind b;
+    int cap = 0;
+    enum kevo_status st;
+
+    KEVO_ASSERT(a && rows && n);
+    *rows = NULL;
+    *n = 0;
+    st = prep(a, S_LLM_ROWS, &b);
+    if (st != KEVO_OK)
+        return st;
+    b_int(&b, 1, run);
+    st = bound(a, &b);
+    while (st == KEVO_OK && (st = step_row(a, b.s, "listing LLM calls")) == KEVO_OK) {
+        if (*n == cap) {
+            struct kevo_llm_row *p = cap < INT_MAX / 2
+                ? kevo_reallocarray(*rows, (size_t)(cap ? 2 * cap : 16), sizeof *p) : NULL;
+            if (!p) {
+                st = fail(a, KEVO_ERR_NOMEM, "listing LLM calls: out of memory");
+                break;
+            }
+            *rows = p;
+            cap = cap ? 2 * cap : 16;
+        }
+        st = llm_row_fill(a, b.s, &(*rows)[(*n)++]);
+    }
+    done(b.s);
+    if (st == KEVO_ERR_NOTFOUND)
+        return KEVO_OK;
+    kevo_archive_llm_rows_free(*rows, *n);
+    *rows = NULL;
+    *n = 0;
+    return st;
+}
+
+/* ---- the step log ---- */
+
+enum kevo_status kevo_archive_steps(struct kevo_archive *a, int64_t run, struct kevo_step **steps,
+                                    int *n)
+{
+    struct bind b;
+    int cap = 0;
+    enum kevo_status st;
+
+    KEVO_ASSERT(a && steps && n);
+    *steps = NULL;
+    *n = 0;
+    st = prep(a, S_STEPS, &b);
+    if (st != KEVO_OK)
+        return st;
+    b_int(&b, 1, run);
+    st = bound(a, &b);
+    while (st == KEVO_OK && (st = step_row(a, b.s, "reading the step log")) == KEVO_OK) {
+        if (*n == cap) {
+            struct kevo_step *p = cap < INT_MAX / 2
+                ? kevo_reallocarray(*steps, (size_t)(cap ? 2 * cap : 64), sizeof *p) : NULL;
+            if (!p) {
+                st = fail(a, KEVO_ERR_NOMEM, "reading the step log: out of memory");
+                break;
+            }
+            *steps = p;
+            cap = cap ? 2 * cap : 64;
+        }
+        struct kevo_step *x = &(*steps)[(*n)++];
+        x->step = sqlite3_column_int64(b.s, 0);
+        x->kind = sqlite3_column_int(b.s, 1) ? KEVO_STEP_LLM : KEVO_STEP_EVAL;
+        x->id = sqlite3_column_int64(b.s, 2);
+    }
+    done(b.s);
+    if (st == KEVO_ERR_NOTFOUND)
+        return KEVO_OK;
+    kevo_free(*steps);
+    *steps = NULL;
+    *n = 0;
     return st;
 }

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEVO_ARCHIVE_SCHEMA 1          /* the schema version this kevo writes */
+#define KEVO_ARCHIVE_SCHEMA 2          /* the schema version this kevo writes */
 
 struct kevo_archive;                   /* opaque */
 
@@ -65,6 +65,7 @@ struct kevo_run_rec {
     char *result_json;                 /* the final report, NULL while running */
     enum kevo_run_status status;
     double started, updated;           /* Unix seconds */
+    int sessions;                      /* 1 + the times it was resumed */
 };
 void kevo_archive_run_clear(struct kevo_run_rec *r);
 
@@ -77,7 +78,8 @@ KEVO_NODISCARD enum kevo_status kevo_archive_run_create(struct kevo_archive *a,
 KEVO_NODISCARD enum kevo_status kevo_archive_run_get(struct kevo_archive *a, int64_t id,
                                                      struct kevo_run_rec *out);
 /* Status and (optional, may be NULL: the stored one stays) result; updates `updated`
- * (which also follows candidate activity: the run's last write). */
+ * (which also follows candidate activity: the run's last write). Status RUNNING is how a
+ * resumed run starts its next session: it counts one more session. */
 KEVO_NODISCARD enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
                                                         enum kevo_run_status st,
                                                         const char *result_json);
@@ -87,7 +89,7 @@ KEVO_NODISCARD enum kevo_status kevo_archive_runs_json(struct kevo_archive *a, c
 
 /* ---- candidates ---- */
 
-enum kevo_cand_state { KEVO_CAND_PENDING = 0, KEVO_CAND_DONE };
+enum kevo_cand_state { KEVO_CAND_PENDING = 0, KEVO_CAND_DONE, KEVO_CAND_ANY /* queries */ };
 
 struct kevo_cand_rec {
     int64_t id, run_id;
@@ -107,6 +109,7 @@ struct kevo_cand_rec {
                                        /* (the three read NAN when not stored) */
     char *metrics_json;                /* per-workload metrics and resources */
     double created, finished;          /* Unix seconds; finished 0 while pending */
+    int64_t step;                      /* its verdict's step in the run's log; 0: none */
 };
 void kevo_archive_cand_clear(struct kevo_cand_rec *c);
 
@@ -136,6 +139,13 @@ KEVO_NODISCARD enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a,
                                                          double sol_fraction, double speedup,
                                                          const char *metrics_json,
                                                          const char *result_json);
+/* The same, as step `step` (> 0) of the run's log (kevo_archive_steps). */
+KEVO_NODISCARD enum kevo_status kevo_archive_cand_finish_step(struct kevo_archive *a, int64_t id,
+                                                              int64_t step, const char *verdict,
+                                                              double score, double sol_fraction,
+                                                              double speedup,
+                                                              const char *metrics_json,
+                                                              const char *result_json);
 /* Placement in the grid (after the verdict; cell -1 for none). descriptors_json NULL
  * keeps the stored one. */
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_place(struct kevo_archive *a, int64_t id,
@@ -143,7 +153,8 @@ KEVO_NODISCARD enum kevo_status kevo_archive_cand_place(struct kevo_archive *a, 
                                                         const char *descriptors_json);
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_get(struct kevo_archive *a, int64_t id,
                                                       struct kevo_cand_rec *out);
-/* Ids of the run's candidates in `state`, oldest first (kevo_free *ids). */
+/* Ids of the run's candidates in `state` (KEVO_CAND_ANY: all), oldest first (kevo_free
+ * *ids). */
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_ids(struct kevo_archive *a, int64_t run,
                                                       enum kevo_cand_state state,
                                                       int64_t **ids, int *n);
@@ -187,6 +198,7 @@ struct kevo_llm_call_rec {
     int64_t tokens_in, tokens_out;
     double cost, latency_s;
     const char *status;                /* "ok", "http_429", "timeout", "parse_error", ... */
+    int64_t step;                      /* its reply's step in the run's log; 0: none */
 };
 KEVO_NODISCARD enum kevo_status kevo_archive_llm_add(struct kevo_archive *a,
                                                      const struct kevo_llm_call_rec *r,
@@ -198,8 +210,38 @@ KEVO_NODISCARD enum kevo_status kevo_archive_llm_cached(struct kevo_archive *a,
 KEVO_NODISCARD enum kevo_status kevo_archive_llm_cost(struct kevo_archive *a, int64_t run,
                                                       double *cost);
 
+/* The run's LLM calls, oldest first (kevo_archive_llm_rows_free them). */
+struct kevo_llm_row {
+    int64_t id, cand_id, step, tokens_in, tokens_out;
+    double cost, latency_s;
+    char *model, *op, *reply, *status;   /* reply NULL when there was none */
+    char prompt_hash[KEVO_HASH_HEX];
+};
+KEVO_NODISCARD enum kevo_status kevo_archive_llm_rows(struct kevo_archive *a, int64_t run,
+                                                      struct kevo_llm_row **rows, int *n);
+void kevo_archive_llm_rows_free(struct kevo_llm_row *rows, int n);   /* NULL: no-op */
+
+/* ---- the step log ---- */
+
+/*
+ * The order in which a run's controller handled what came back to it: each evaluation
+ * result (a candidate's verdict) and each LLM reply (a call) is one step, numbered from 1
+ * per session. `kevo run --replay` feeds a run's steps back in this order.
+ */
+enum kevo_step_kind { KEVO_STEP_EVAL = 0, KEVO_STEP_LLM };
+struct kevo_step {
+    int64_t step;
+    enum kevo_step_kind kind;
+    int64_t id;                        /* the candidate (EVAL) or the LLM call (LLM) */
+};
+/* The run's steps in order (kevo_free *steps). */
+KEVO_NODISCARD enum kevo_status kevo_archive_steps(struct kevo_archive *a, int64_t run,
+                                                   struct kevo_step **steps, int *n);
+
 /* ---- tests only ---- */
 
+/* The SQL of migration step v (schema v to v + 1), to forge old files; NULL past the end. */
+const char *kevo_archive_test_migration(int v);
 /* Cap the file at max_pages pages (PRAGMA max_page_count, per connection; 0 leaves it)
  * to simulate a full disk, and set the busy timeout to busy_ms (< 0 leaves it). */
 KEVO_NODISCARD enum kevo_status kevo_archive_test_limits(struct kevo_archive *a,

@@ -731,6 +731,133 @@ static void test_llm(void **state)
     assert_int_equal(id, 0);
 }
 
+static void raw_exec(const char *path, const char *sql);
+
+/* The step log: verdicts and replies interleaved in the order they were handled; the
+ * LLM rows read back whole; sessions counted by each return to running. */
+static void test_steps(void **state)
+{
+    struct fix *f = *state;
+    struct kevo_llm_call_rec r;
+    struct kevo_llm_row *rows = NULL;
+    struct kevo_step *steps = NULL;
+    struct kevo_run_rec rr;
+    struct kevo_cand_rec c;
+    int64_t a1 = add(f, 1, "seed", 0), a2 = add(f, 2, "param", a1), a3 = add(f, 3, "param", a1);
+    int64_t l1 = 0, l2 = 0;
+    int n = -1;
+
+    assert_int_equal(kevo_archive_cand_finish_step(f->a, a1, 1, "ok", 2.0, 0.5, 1.0, "{}", "{}"),
+                     KEVO_OK);
+    memset(&r, 0, sizeof r);
+    r.run_id = f->run;
+    r.model = "openai:m@http://h/v1";
+    r.op = "llm_improve";
+    snprintf(r.prompt_hash, sizeof r.prompt_hash, "%064d", 7);
+    r.prompt = "p";
+    r.reply = "an answer";
+    r.tokens_in = 10;
+    r.tokens_out = 20;
+    r.cost = 0.5;
+    r.status = "ok";
+    r.step = 2;
+    r.cand_id = a2;
+    assert_int_equal(kevo_archive_llm_add(f->a, &r, &l1), KEVO_OK);
+    r.step = 0;                                   /* not a step: a refusal */
+    r.reply = NULL;
+    r.cand_id = 0;
+    r.status = "not_cached";
+    assert_int_equal(kevo_archive_llm_add(f->a, &r, &l2), KEVO_OK);
+    assert_int_equal(kevo_archive_cand_finish_step(f->a, a3, 3, "mismatch", NAN, NAN, NAN, "{}",
+                                                   "{}"), KEVO_OK);
+    finish(f, a2, "ok", 1.0);                     /* no step */
+    assert_int_equal(kevo_archive_steps(f->a, f->run, &steps, &n), KEVO_OK);
+    assert_int_equal(n, 3);
+    assert_true(steps[0].step == 1 && steps[0].kind == KEVO_STEP_EVAL && steps[0].id == a1);
+    assert_true(steps[1].step == 2 && steps[1].kind == KEVO_STEP_LLM && steps[1].id == l1);
+    assert_true(steps[2].step == 3 && steps[2].kind == KEVO_STEP_EVAL && steps[2].id == a3);
+    kevo_free(steps);
+    assert_int_equal(kevo_archive_cand_get(f->a, a3, &c), KEVO_OK);
+    assert_int_equal(c.step, 3);
+    kevo_archive_cand_clear(&c);
+    assert_int_equal(kevo_archive_cand_get(f->a, a2, &c), KEVO_OK);
+    assert_int_equal(c.step, 0);
+    kevo_archive_cand_clear(&c);
+
+    assert_int_equal(kevo_archive_llm_rows(f->a, f->run, &rows, &n), KEVO_OK);
+    assert_int_equal(n, 2);
+    assert_true(rows[0].id == l1 && rows[0].cand_id == a2 && rows[0].step == 2);
+    assert_true(rows[0].tokens_in == 10 && rows[0].tokens_out == 20 && rows[0].cost == 0.5);
+    assert_string_equal(rows[0].reply, "an answer");
+    assert_string_equal(rows[0].op, "llm_improve");
+    assert_string_equal(rows[0].model, "openai:m@http://h/v1");
+    assert_string_equal(rows[0].prompt_hash, r.prompt_hash);
+    assert_null(rows[1].reply);
+    assert_string_equal(rows[1].status, "not_cached");
+    assert_true(rows[1].cand_id == 0 && rows[1].step == 0);
+    kevo_archive_llm_rows_free(rows, n);
+    kevo_archive_llm_rows_free(NULL, 0);
+    assert_int_equal(kevo_archive_steps(f->a, 999, &steps, &n), KEVO_OK);   /* no run: none */
+    assert_int_equal(n, 0);
+    kevo_free(steps);
+
+    int64_t *ids = NULL;
+    assert_int_equal(kevo_archive_cand_ids(f->a, f->run, KEVO_CAND_ANY, &ids, &n), KEVO_OK);
+    assert_true(n == 3 && ids[0] == a1 && ids[1] == a2 && ids[2] == a3);
+    kevo_free(ids);
+
+    assert_int_equal(kevo_archive_run_get(f->a, f->run, &rr), KEVO_OK);
+    assert_int_equal(rr.sessions, 1);
+    kevo_archive_run_clear(&rr);
+    assert_int_equal(kevo_archive_run_finish(f->a, f->run, KEVO_RUN_STOPPED, NULL), KEVO_OK);
+    assert_int_equal(kevo_archive_run_finish(f->a, f->run, KEVO_RUN_RUNNING, NULL), KEVO_OK);
+    assert_int_equal(kevo_archive_run_finish(f->a, f->run, KEVO_RUN_DONE, "{}"), KEVO_OK);
+    assert_int_equal(kevo_archive_run_get(f->a, f->run, &rr), KEVO_OK);
+    assert_int_equal(rr.sessions, 2);
+    kevo_archive_run_clear(&rr);
+}
+
+/* A schema-1 file (before the step log) migrates on open and keeps its rows. */
+static void test_migrate_v1(void **state)
+{
+    struct fix *f = *state;
+    struct kevo_archive *a = NULL;
+    struct kevo_run_rec rr;
+    struct kevo_cand_rec c;
+    struct kevo_step *steps = NULL;
+    char p[160];
+    int n = -1;
+
+    snprintf(p, sizeof p, "%s/v1.db", f->dir);
+    raw_exec(p, "PRAGMA application_id = 1262835279;");
+    /* schema 1 is migration step 0 exactly; then a run and a done candidate in it */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(p, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, kevo_archive_test_migration(0), NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+        "PRAGMA user_version = 1;"
+        "INSERT INTO sources VALUES ('h', 'x', 1);"
+        "INSERT INTO runs(id, task_name, task_hash, config_json, status, started, updated)"
+        " VALUES (1, 't', 'h', '{}', 'done', 0, 0);"
+        "INSERT INTO candidates(id, run_id, key, source_hash, op, state, verdict, score,"
+        " created) VALUES (1, 1, 'k', 'h', 'seed', 'done', 'ok', 1.5, 0);", NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    a = open_ok(p);
+    assert_int_equal(raw_int(p, "PRAGMA user_version"), KEVO_ARCHIVE_SCHEMA);
+    assert_int_equal(kevo_archive_run_get(a, 1, &rr), KEVO_OK);
+    assert_int_equal(rr.sessions, 1);
+    kevo_archive_run_clear(&rr);
+    assert_int_equal(kevo_archive_cand_get(a, 1, &c), KEVO_OK);
+    assert_true(c.score == 1.5 && c.step == 0);
+    kevo_archive_cand_clear(&c);
+    assert_int_equal(kevo_archive_steps(a, 1, &steps, &n), KEVO_OK);   /* an old run: none */
+    assert_int_equal(n, 0);
+    kevo_free(steps);
+    kevo_archive_close(a);
+}
+
 /* ---- persistence and refusal ---- */
 
 static void test_reopen_preserves(void **state)
@@ -842,8 +969,8 @@ static void test_future_refused(void **state)
     /* and our own file after a newer kevo bumped it */
     kevo_archive_close(f->a);
     f->a = NULL;
-    raw_exec(f->path, "PRAGMA user_version = 2");
-    assert_refused(f->path, KEVO_ERR_UNSUPPORTED, "archive schema version 2 is newer");
+    raw_exec(f->path, "PRAGMA user_version = 99");
+    assert_refused(f->path, KEVO_ERR_UNSUPPORTED, "archive schema version 99 is newer");
 }
 
 static void test_garbage_refused(void **state)
@@ -1117,6 +1244,8 @@ int main(void)
         T(test_op_stats),
         T(test_evals),
         T(test_llm),
+        T(test_steps),
+        T(test_migrate_v1),
         T(test_reopen_preserves),
         T(test_future_refused),
         T(test_garbage_refused),
