@@ -30,7 +30,7 @@ static const char usage_text[] =
     "  bench [TASK|DIR...] [--candidates DIR] [--baselines FILE] [--json]\n"
     "       [eval options]               evaluate a suite (default: tasks/) and score it\n"
     "  run TASK [--budget N] [--time SECONDS] [--target F] [--gpus LIST] [--seed CAND]...\n"
-    "      [--resume ID] [--islands N] [--stagnation N] [--archive PATH] [--json]\n"
+    "      [--resume ID] [--replay ID] [--islands N] [--stagnation N] [--archive PATH] [--json]\n"
     "      [--model SPEC]... [--cost-cap X] [--llm-concurrency N] [--offline] [--prompts DIR]\n"
     "      [--prices FILE] [--config FILE]   (LLM operators: docs/llm.md)\n"
     "      [eval options]                evolve faster candidates (docs/search.md)\n"

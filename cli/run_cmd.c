@@ -121,6 +121,12 @@ static void print_summary(const char *report, int64_t id)
                cli_str(fin, "holdout", "?"));
     else if (json_object_get(r, "final"))
         printf("held-out gate: no candidate passed\n");
+    json_t *rp = json_object_get(r, "replay");
+    if (json_is_object(rp))
+        printf("replay of run %d: %s (%d steps, %d candidates, %d LLM calls)\n",
+               (int)cli_num(rp, "of"), json_is_true(json_object_get(rp, "identical"))
+               ? "identical" : cli_str(rp, "difference", "differs"), (int)cli_num(rp, "steps"),
+               (int)cli_num(rp, "candidates"), (int)cli_num(rp, "llm_calls"));
     printf("details: kevo runs %lld    export: kevo export %lld --out DIR\n", (long long)id,
            (long long)id);
     json_decref(r);
@@ -157,11 +163,13 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         return 0;
     if (strcmp(a, "--budget") == 0 || strcmp(a, "--stagnation") == 0 ||
         strcmp(a, "--resume") == 0 || strcmp(a, "--islands") == 0 ||
-        strcmp(a, "--rng-seed") == 0) {
+        strcmp(a, "--rng-seed") == 0 || strcmp(a, "--replay") == 0) {
         if ((n = cli_parse_count(v)) <= 0)
-            return cli_usage("--budget/--stagnation/--resume/--islands/--rng-seed need a "
-                             "positive number"), -1;
-        if (a[2] == 'b')
+            return cli_usage("--budget/--stagnation/--resume/--replay/--islands/--rng-seed need "
+                             "a positive number"), -1;
+        if (strcmp(a, "--replay") == 0)
+            o->replay = n;
+        else if (a[2] == 'b')
             o->budget = n;
         else if (a[2] == 's')
             o->stagnation = n;
@@ -291,8 +299,12 @@ int cli_cmd_run(int argc, char **argv)
         }
         task = argv[i];
     }
-    if (!task && !o.resume)
-        return free(seeds), free(models), cli_usage("run needs a task file (or --resume ID)");
+    if (!task && !o.resume && !o.replay)
+        return free(seeds), free(models),
+               cli_usage("run needs a task file (or --resume ID, or --replay ID)");
+    if (o.replay && (task || o.resume))
+        return free(seeds), free(models),
+               cli_usage("--replay takes the run's own task and options: no task file, no --resume");
     if (load_config(config, &o, models, &cfg) < 0)
         return free(seeds), free(models), EXIT_USAGE;
     signal(SIGINT, on_sigint);
@@ -301,7 +313,9 @@ int cli_cmd_run(int argc, char **argv)
     clear_status(&sh);
     if (st) {
         fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
-        if (id)
+        if (id && o.replay)
+            fprintf(stderr, "kevo: the replay is run %lld in the archive\n", (long long)id);
+        else if (id)
             fprintf(stderr, "kevo: run %lld is in the archive; kevo run --resume %lld goes on\n",
                     (long long)id, (long long)id);
         rc = EXIT_FAILED;

@@ -44,6 +44,7 @@ enum kevo_status {
     KEVO_ERR_NOTFOUND,     /* 16 a named thing does not exist */
     KEVO_ERR_SANDBOX,      /* 17 the sandbox could not be set up */
     KEVO_ERR_TOOBIG,       /* 18 a size or buffer cap was exceeded */
+    KEVO_ERR_DIVERGED,     /* 19 a replay did not reproduce its run */
     KEVO_STATUS_COUNT      /* never use */
 };
 
@@ -161,6 +162,10 @@ struct kevo_run_opts {
     const char *playbook_dir;     /* NULL: the source tree's docs/playbook/ */
     int offline;                  /* 1: LLM replies only from the archive's response cache */
     const char *prices;           /* price table; NULL: $KEVO_PRICES, else the tree's prices.json */
+    int64_t replay;               /* run it again from its archive record: same decisions,
+                                     recorded results and replies (no GPU, no network); the
+                                     options above are the original's (prompts_dir and
+                                     playbook_dir may be given) */
 };
 void kevo_run_opts_default(struct kevo_run_opts *o);
 /* Each event of a run as one JSON object text (borrowed for the call). */
@@ -170,7 +175,9 @@ typedef void (*kevo_run_event_fn)(void *user, const char *event_json);
  * run's id (set as soon as the run exists, so an interrupted caller can name it).
  * *stop, when not NULL, is polled: set it (e.g. from a SIGINT handler) to stop at the next
  * result; the run is then "stopped" and resumable. A non-OK status means kevo could not
- * run (bad task or seed, archive unusable, no worker), with *out_msg set.
+ * run (bad task or seed, archive unusable, no worker), with *out_msg set. A replay that
+ * did not reproduce its run is KEVO_ERR_DIVERGED, *out_msg naming the first difference
+ * (and *out_json set when the replay got to its end).
  */
 KEVO_NODISCARD enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
                                          kevo_run_event_fn ev, void *user,

@@ -37,7 +37,6 @@ void kevo_llm_call_free(struct kevo_llm_call *c)
 
 struct item {
     struct kevo_llm_call *call;
-    double reserve;                    /* the worst-case cost held for it */
     struct item *next;
 };
 
@@ -92,11 +91,9 @@ static void *worker(void *p)
             c->cost = price(m, c->reply.tokens_in, c->reply.tokens_out);
             /* a reply without usage is charged its worst case: the cap must hold */
             if (!strcmp(c->reply.status, "ok") && !c->reply.tokens_in && !c->reply.tokens_out)
-                c->cost = it->reserve;
+                c->cost = c->reserve;
         }
         pthread_mutex_lock(&o->mu);
-        o->spent += c->cost;
-        o->reserved -= it->reserve;
         o->in_flight--;
         pthread_mutex_unlock(&o->mu);
         kevo_free(it);
@@ -131,8 +128,8 @@ enum kevo_status kevo_llmops_new(const struct kevo_llmops_cfg *cfg, kevo_llmops_
             st = KEVO_ERR_NOMEM;
     }
     int n = cfg->max_concurrent > 0 ? cfg->max_concurrent : 4;
-    n = n > MAX_THREADS ? MAX_THREADS : n;
-    if (!st)
+    n = cfg->replay ? 0 : n > MAX_THREADS ? MAX_THREADS : n;
+    if (!st && !cfg->replay)
         st = kevo_llm_new(n, &cfg->limits, &o->client);
     for (int i = 0; !st && i < n; i++) {
         if (pthread_create(&o->threads[i], NULL, worker, o) != 0)
@@ -250,7 +247,7 @@ enum kevo_status kevo_llmops_submit(struct kevo_llmops *o, struct kevo_llm_call 
         return KEVO_ERR_TOOBIG;
     }
     it->call = c;
-    it->reserve = reserve;
+    c->reserve = reserve;
     o->reserved += reserve;
     o->in_flight++;
     if (o->tail)
@@ -261,6 +258,40 @@ enum kevo_status kevo_llmops_submit(struct kevo_llmops *o, struct kevo_llm_call 
     pthread_cond_signal(&o->cv);
     pthread_mutex_unlock(&o->mu);
     return KEVO_OK;
+}
+
+void kevo_llmops_settle(struct kevo_llmops *o, struct kevo_llm_call *c)
+{
+    if (c->settled)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->spent += c->cost;
+    o->reserved -= c->reserve;
+    pthread_mutex_unlock(&o->mu);
+    c->settled = 1;
+}
+
+struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, const char *prompt_hash)
+{
+    struct kevo_llm_call *c = NULL;
+    pthread_mutex_lock(&o->mu);
+    for (struct item **p = &o->head; *p; p = &(*p)->next) {
+        struct item *it = *p;
+        if (strcmp(it->call->prompt_hash, prompt_hash) != 0)
+            continue;
+        *p = it->next;
+        if (o->tail == it) {   /* the new tail is the item before it, if any */
+            o->tail = NULL;
+            for (struct item *x = o->head; x; x = x->next)
+                o->tail = x;
+        }
+        o->in_flight--;
+        c = it->call;
+        kevo_free(it);
+        break;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return c;
 }
 
 int kevo_llmops_in_flight(struct kevo_llmops *o)

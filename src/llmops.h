@@ -8,7 +8,13 @@
  * call back through the callback, on the proposer's thread.
  *
  * Costs: every reply's tokens are priced by its model; a new call is refused while the
- * money spent plus the worst case of the calls in flight would pass the cap.
+ * money spent plus the worst case of the calls in flight would pass the cap. What a call
+ * cost counts when the controller settles it (kevo_llmops_settle), not when its thread
+ * finishes, so every decision about cost is a function of what the controller has
+ * handled, in the order it handled it: the same run replayed makes the same decisions.
+ *
+ * Replay (cfg.replay): no network and no threads; submitted calls wait until the
+ * controller takes them (kevo_llmops_take) and answers them from the archive.
  */
 #ifndef KEVO_LLMOPS_H
 #define KEVO_LLMOPS_H
@@ -37,6 +43,8 @@ struct kevo_llm_call {
     int from_cache;                   /* answered from the archive's response cache */
     struct kevo_llm_reply reply;
     double cost;
+    double reserve;                   /* the worst case held for it until settled */
+    int settled;
 };
 void kevo_llm_call_free(struct kevo_llm_call *c);   /* NULL: no-op */
 
@@ -49,6 +57,7 @@ struct kevo_llmops_cfg {
     double spent_before;                   /* what earlier sessions of the run spent */
     double temperature;
     int max_tokens;
+    int replay;                            /* 1: no network, no threads (see above) */
 };
 
 typedef void (*kevo_llmops_done_fn)(void *user, struct kevo_llm_call *call);  /* takes it */
@@ -74,7 +83,11 @@ KEVO_NODISCARD enum kevo_status kevo_llmops_hash(const struct kevo_llmops *o,
  */
 KEVO_NODISCARD enum kevo_status kevo_llmops_submit(struct kevo_llmops *o,
                                                    struct kevo_llm_call *call);
-/* Calls submitted and not yet delivered; money spent so far. */
+/* The controller handled call c: its cost counts, its reserve is given back (once). */
+void kevo_llmops_settle(struct kevo_llmops *o, struct kevo_llm_call *c);
+/* Replay: the oldest waiting call with prompt_hash (the caller owns it); NULL if none. */
+struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, const char *prompt_hash);
+/* Calls submitted and not yet delivered; money settled so far. */
 int kevo_llmops_in_flight(struct kevo_llmops *o);
 double kevo_llmops_spent(struct kevo_llmops *o);
 /* "openai:gpt-5@https://host/v1" for model i (borrowed; never a key). */

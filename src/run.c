@@ -550,7 +550,8 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
         summarize(r, j->result, &score, &sol, &speedup);
     ok = ok && score > 0;
     if (!st)
-        st = kevo_archive_cand_finish(r->ar, j->id, v, score, sol, speedup, metrics, res);
+        st = kevo_archive_cand_finish_step(r->ar, j->id, r->cur_step, v, score, sol, speedup,
+                                           metrics, res);
     if (st)
         st = kevo_run_fail(r, st, "recording the verdict of candidate %lld: %s", (long long)j->id,
                   kevo_archive_errmsg(r->ar));
@@ -597,10 +598,15 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
 
 /* ---- stopping ---- */
 
-static const char *should_stop(struct runctx *r)
+/* Why the search stops now, if it does. Waiting: no step arrived in a tick. A replay
+ * stops where its original did for the reasons that depend on the clock or the user. */
+static const char *should_stop(struct runctx *r, int waiting)
 {
+    const char *why = r->replay ? kevo_replay_stop(r, waiting) : NULL;
     if (r->stop && *r->stop)
         return "interrupted";
+    if (why)
+        return why;
     if (r->n_done >= r->budget)
         return "budget";
     if (r->o->time_s > 0 && kevo_run_now() - r->t0 >= r->o->time_s)
@@ -609,12 +615,27 @@ static const char *should_stop(struct runctx *r)
         return "target";
     if (r->since_best >= r->stagnation)
         return "stagnation";
+    /* what the controller has settled: with the LLM operators, their own account (a
+     * replay spends nothing, yet must stop where its original did) */
     if (r->o->cost_cap > 0) {
         double cost = 0;
-        if (kevo_archive_llm_cost(r->ar, r->run, &cost) == KEVO_OK && cost >= r->o->cost_cap)
+        if (r->llm)
+            cost = kevo_llmops_spent(r->llm);
+        else if (kevo_archive_llm_cost(r->ar, r->run, &cost) != KEVO_OK)
+            cost = 0;
+        if (cost >= r->o->cost_cap)
             return "cost";
     }
     return NULL;
+}
+
+/* Set r->reason (once) from should_stop, remembering where for the report's "stop". */
+static void check_stop(struct runctx *r, int waiting)
+{
+    if (r->reason || !(r->reason = should_stop(r, waiting)))
+        return;
+    r->stop_step = r->step;
+    r->stop_waiting = waiting;
 }
 
 /* Keep PER_SLOT jobs per slot queued while the search goes on. */
@@ -637,43 +658,71 @@ static enum kevo_status fill(struct runctx *r)
     return KEVO_OK;
 }
 
-/* The search proper: until a budget stops it or nothing new is left. */
+/* One job from the done queue (or, replaying, from the original's log) is one step. */
+static enum kevo_status take_step(struct runctx *r, struct job *j)
+{
+    enum kevo_status st;
+
+    r->cur_step = ++r->step;
+    if (j->llm) {
+        r->llm_outstanding--;
+        st = kevo_run_llm_handle(r, j);
+    } else {
+        r->inflight--;
+        st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : kevo_status_name(j->st))
+                   : handle(r, j);
+    }
+    r->cur_step = 0;
+    kevo_run_job_free(j);
+    check_stop(r, 0);
+    return st;
+}
+
+/*
+ * The search proper: until a budget stops it or nothing new is left. Every decision is a
+ * function of the steps handled so far, in their order: proposals are made only after a
+ * step (a fill that proposes nothing still draws from the search's generator, so a fill
+ * at every idle tick would make the run depend on timing), and what LLM calls cost counts
+ * when their replies are handled. The steps' order is in the archive; `--replay` feeds
+ * them back in it and gets the same run.
+ */
 static enum kevo_status search_loop(struct runctx *r)
 {
     enum kevo_status st = KEVO_OK;
     double last = kevo_run_now();
+    int changed = 1;
 
     while (!st) {
-        st = kevo_run_llm_fill(r);
-        if (!st)
-            st = fill(r);
+        if (changed) {
+            st = kevo_run_llm_fill(r);
+            if (!st)
+                st = fill(r);
+            changed = 0;
+        }
         if (st || (r->inflight == 0 && r->llm_outstanding == 0))
             break;
-        struct job *j = q_pop(&r->done, WAIT_TICK_S);
+        struct job *j = NULL;
+        if (r->replay)
+            st = kevo_replay_next(r, &j);
+        else
+            j = q_pop(&r->done, WAIT_TICK_S);
+        if (st)
+            break;
         if (!j) {
-            if (!r->reason)
-                r->reason = should_stop(r);
-        } else if (j->llm) {
-            r->llm_outstanding--;
-            st = kevo_run_llm_handle(r, j);
-            kevo_run_job_free(j);
-            if (!r->reason)
-                r->reason = should_stop(r);
+            check_stop(r, 1);
         } else {
-            r->inflight--;
-            st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : kevo_status_name(j->st))
-                       : handle(r, j);
-            kevo_run_job_free(j);
-            if (!r->reason)
-                r->reason = should_stop(r);
+            st = take_step(r, j);
+            changed = 1;
         }
         if (kevo_run_now() - last >= WAIT_TICK_S) {
             kevo_run_event(r, status_json(r));
             last = kevo_run_now();
         }
     }
-    if (!r->reason)
+    if (!r->reason) {
         r->reason = r->exhausted ? "exhausted" : "budget";
+        r->stop_step = r->step;
+    }
     return st;
 }
 
@@ -812,8 +861,6 @@ static enum kevo_status reference(struct runctx *r)
                                 .time_cap_s = r->o->eval.time_cap_s, .sol = r->sol };
     char *msg = NULL;
     enum kevo_status st = kevo_evalreq_call(r->pool, 0, &c, r->o->eval.deadline_s, &r->ref, &msg);
-    size_t i;
-    json_t *w;
 
     if (st) {
         st = kevo_run_fail(r, st, "%s", msg ? msg : kevo_status_name(st));
@@ -825,6 +872,15 @@ static enum kevo_status reference(struct runctx *r)
         return kevo_run_fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
                     r->task_path, verdict_of(r->ref),
                     json_string_value(json_object_get(r->ref, "message")));
+    kevo_run_reference_set(r);
+    return KEVO_OK;
+}
+
+void kevo_run_reference_set(struct runctx *r)
+{
+    size_t i;
+    json_t *w;
+
     json_array_foreach(json_object_get(r->ref, "workloads"), i, w) {
         int idx = (int)json_integer_value(json_object_get(w, "index"));
         if (idx >= 0 && idx < r->n_wl)
@@ -833,7 +889,6 @@ static enum kevo_status reference(struct runctx *r)
     }
     kevo_run_event(r, json_pack("{s:s, s:I, s:O}", "event", "reference", "run", (json_int_t)r->run,
                        "workloads", json_object_get(r->ref, "workloads")));
-    return KEVO_OK;
 }
 
 /* Rebuild the search state of a resumed run from the archive: every ok candidate placed
@@ -874,6 +929,34 @@ static enum kevo_status rebuild(struct runctx *r)
 
 /* ---- the held-out gate ---- */
 
+/* Candidate id on the holdout workloads: the job with its result (or kevo's failure). */
+static enum kevo_status gate_eval(struct runctx *r, int64_t id, struct job **out)
+{
+    struct job *j = NULL;
+    enum kevo_status st = pending_job(r, id, &j);
+
+    *out = NULL;
+    if (st)
+        return st;
+    j->holdout = 1;
+    if (r->replay) {
+        st = kevo_replay_holdout(r, id, &j->result);
+        if (st)
+            kevo_run_job_free(j);
+        else
+            *out = j;
+        return st;
+    }
+    kevo_run_q_push(&r->jobs, j);
+    j = NULL;
+    while (!j || j->llm) {   /* an LLM reply still on its way is dropped, not a result */
+        kevo_run_job_free(j);
+        j = q_pop(&r->done, -1);
+    }
+    *out = j;
+    return KEVO_OK;
+}
+
 /* The best candidates in order until one passes the task's holdout workloads. */
 static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
 {
@@ -894,16 +977,9 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
                                                            "holdout", "none declared"));
             break;
         }
-        st = pending_job(r, ids[i], &j);
+        st = gate_eval(r, ids[i], &j);
         if (st)
             break;
-        j->holdout = 1;
-        kevo_run_q_push(&r->jobs, j);
-        j = NULL;
-        while (!j || j->llm) {   /* an LLM reply still on its way is dropped, not a result */
-            kevo_run_job_free(j);
-            j = q_pop(&r->done, -1);
-        }
         char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
         r->busy_s += json_number_value(json_object_get(j->result, "request_s"));
         st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
@@ -958,14 +1034,19 @@ static json_t *report_json(struct runctx *r)
     for (int i = 0; i < kevo_search_islands(r->s); i++)
         json_array_append_new(isl, json_pack("{s:i, s:i}", "island", i, "occupied_cells",
                                              kevo_search_occupied(r->s, i)));
-    return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:o, s:o, s:f, s:f, s:f, s:o, s:o}", "run",
+    /* with the reference, the calibration and the workers: what a replay needs */
+    return json_pack("{s:I, s:s, s:s, s:s, s:{s:s, s:I, s:b}, s:I, s:I, s:o, s:o, s:f, s:f, s:f,"
+                     " s:o, s:o, s:i, s:O}", "run",
                      (json_int_t)r->run, "task", r->task->name, "path", r->task_path, "reason",
-                     r->reason ? r->reason : "?", "evaluations", (json_int_t)r->n_done, "ok",
+                     r->reason ? r->reason : "?", "stop", "reason", r->reason ? r->reason : "?",
+                     "step", (json_int_t)r->stop_step, "waiting", r->stop_waiting,
+                     "evaluations", (json_int_t)r->n_done, "ok",
                      (json_int_t)r->n_ok, "best", best_json(r, b ? b->id : 0), "reference",
                      r->ref ? json_incref(json_object_get(r->ref, "workloads")) : json_null(),
                      "elapsed_s", el, "worker_busy_s", r->busy_s, "controller_overhead",
                      el > 0 ? 1.0 - r->busy_s / (el * r->n_slots) : 0.0, "islands", isl,
-                     "operators", kevo_search_op_json(r->s));
+                     "operators", kevo_search_op_json(r->s), "workers", r->n_slots,
+                     "calibration", r->calib ? r->calib : json_null());
 }
 
 /* ---- entry ---- */
@@ -979,16 +1060,22 @@ void kevo_run_opts_default(struct kevo_run_opts *o)
 /* The options a resumed run keeps: what defines the search, not this session's limits. */
 static json_t *config_json(const struct kevo_run_opts *o, const char *backend)
 {
-    json_t *gpus = json_array(), *seeds = json_array();
+    json_t *gpus = json_array(), *seeds = json_array(), *models = json_array();
     for (int i = 0; i < o->n_gpus; i++)
         json_array_append_new(gpus, json_integer(o->gpus[i]));
     for (int i = 0; i < o->n_seeds; i++)
         json_array_append_new(seeds, json_string(o->seeds[i]));
-    return json_pack("{s:s, s:I, s:f, s:I, s:f, s:i, s:I, s:o, s:o, s:i, s:f}", "backend", backend,
+    for (int i = 0; i < o->n_models; i++)   /* specs name a key's variable, never a key */
+        json_array_append_new(models, json_string(o->models[i]));
+    return json_pack("{s:s, s:I, s:f, s:I, s:f, s:i, s:I, s:o, s:o, s:i, s:f, s:o, s:i, s:b,"
+                     " s:i, s:s?, s:s?}", "backend", backend,
                      "budget", (json_int_t)o->budget, "target", o->target, "stagnation",
                      (json_int_t)o->stagnation, "cost_cap", o->cost_cap, "islands", o->n_islands,
                      "rng_seed", (json_int_t)o->rng_seed, "gpus", gpus, "seeds", seeds, "trials",
-                     o->eval.trials, "time_cap_s", o->eval.time_cap_s);
+                     o->eval.trials, "time_cap_s", o->eval.time_cap_s, "models", models,
+                     "llm_concurrency", o->llm_concurrency, "offline", o->offline,
+                     "holdout_tries", o->holdout_tries, "prompts", o->prompts_dir,
+                     "playbook", o->playbook_dir);
 }
 
 static enum kevo_status open_archive(struct runctx *r, const char *path)
@@ -1015,7 +1102,11 @@ static enum kevo_status load_task(struct runctx *r, const char *path)
     char *m = NULL;
     enum kevo_status st = KEVO_OK;
 
-    if (r->o->resume) {
+    if (r->o->replay) {
+        st = kevo_replay_open(r);
+        if (st)
+            return st;
+    } else if (r->o->resume) {
         struct kevo_run_rec rr;
         memset(&rr, 0, sizeof rr);
         st = kevo_archive_run_get(r->ar, r->o->resume, &rr);
@@ -1032,6 +1123,11 @@ static enum kevo_status load_task(struct runctx *r, const char *path)
         if (st)
             return kevo_run_fail(r, st, "run %lld: its task or config cannot be read back from the "
                         "archive", (long long)r->o->resume);
+        if (json_integer_value(json_object_get(r->cfg, "replay_of")))
+            return kevo_run_fail(r, KEVO_ERR_INVALID, "run %lld is a replay of run %lld; a replay "
+                                 "is not resumed (replay run %lld again)", (long long)r->o->resume,
+                                 (long long)json_integer_value(json_object_get(r->cfg, "replay_of")),
+                                 (long long)json_integer_value(json_object_get(r->cfg, "replay_of")));
     } else {
         r->task_path = path;
         st = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &r->task_text, &r->task_len, &m);
@@ -1140,6 +1236,25 @@ static void effective_opts(struct runctx *r)
         r->eff.n_gpus = (int)json_array_size(g);
         r->eff.gpus = r->gpus;
     }
+    if (!r->eff.n_models)
+        kevo_run_cfg_models(r);
+    if (!r->eff.llm_concurrency)
+        r->eff.llm_concurrency = (int)json_integer_value(json_object_get(c, "llm_concurrency"));
+}
+
+/* The models of the run's config (borrowed from r->cfg) into r->eff. */
+void kevo_run_cfg_models(struct runctx *r)
+{
+    json_t *m = json_object_get(r->cfg, "models");
+    size_t n = json_array_size(m);
+    r->eff.n_models = 0;
+    r->eff.models = NULL;
+    if (!n || !(r->cfg_models = kevo_calloc(n, sizeof *r->cfg_models)))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (json_string_value(json_array_get(m, i)))
+            r->cfg_models[r->eff.n_models++] = json_string_value(json_array_get(m, i));
+    r->eff.models = r->cfg_models;
 }
 
 static enum kevo_status setup(struct runctx *r, const char *task_path,
@@ -1152,10 +1267,14 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
         st = load_task(r, task_path);
     if (st)
         return st;
-    effective_opts(r);
+    if (r->o->replay)
+        st = kevo_replay_opts(r);
+    else
+        effective_opts(r);
     o = r->o;
-    st = new_search(r);   /* checks the search options before the run exists */
-    if (!st && !o->resume)
+    if (!st)
+        st = new_search(r);   /* checks the search options before the run exists */
+    if (!st && !o->resume && !o->replay)
         st = seed_genomes(r, seeds, n_seeds);
     if (!st)
         st = kevo_run_llm_prepare(r);
@@ -1166,6 +1285,8 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
                  : r->task->lang == KEVO_LANG_C ? "cpu" : "cuda";
     if (!o->resume) {
         json_t *cfg = config_json(o, r->backend);
+        if (o->replay)
+            json_object_set_new(cfg, "replay_of", json_integer(o->replay));
         char *cs = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
         st = cs ? kevo_archive_run_create(r->ar, r->task->name, task_path, r->task_text,
                                           r->task_len, cs, &r->run)
@@ -1186,7 +1307,7 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
     if (o->resume && kevo_archive_run_finish(r->ar, r->run, KEVO_RUN_RUNNING, NULL) != KEVO_OK)
         return kevo_run_fail(r, KEVO_ERR_IO, "run %lld: %s", (long long)r->run,
                              kevo_archive_errmsg(r->ar));
-    st = open_workers(r);
+    st = o->replay ? kevo_replay_setup(r) : open_workers(r);
     if (!st)
         st = kevo_run_llm_start(r);
     return st;
@@ -1212,6 +1333,8 @@ static void teardown(struct runctx *r)
     kevo_free(r->path_owned);
     kevo_free(r->ref_median);
     kevo_free(r->pending);
+    kevo_replay_free(r->replay);
+    kevo_free(r->cfg_models);
     json_decref(r->cfg);
     json_decref(r->calib);
     json_decref(r->sol);
@@ -1243,15 +1366,17 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
     st = setup(&r, task_path, &seeds, &n_seeds);
     if (run_id)
         *run_id = r.run;
-    if (!st)
+    if (!st && !o->replay)   /* a replay has the original's results: no workers */
         st = start_threads(&r);
-    if (!st)
+    if (!st && !o->replay)
         st = reference(&r);
     if (!st && o->resume)
         st = rebuild(&r);
     if (!st && o->resume && !r.n_done && !r.n_pending)   /* it stopped before its seeds */
         st = seed_genomes(&r, &seeds, &n_seeds);
-    if (!st && n_seeds)
+    if (!st && o->replay)
+        st = kevo_replay_seeds(&r);
+    else if (!st && n_seeds)
         st = add_seeds(&r, seeds, n_seeds);
     if (!st) {
         kevo_run_event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b}", "event", "start", "run",
@@ -1269,9 +1394,13 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
         json_object_set_new(rep, "worker_busy_s", json_real(r.busy_s));
         json_object_set_new(rep, "controller_overhead",
                             json_real(el > 0 ? 1.0 - r.busy_s / (el * r.n_slots) : 0.0));
-        if (r.llm)
-            json_object_set_new(rep, "llm_spent", json_real(kevo_llmops_spent(r.llm)));
+        double spent = 0;   /* as recorded: a replay spends nothing */
+        if (r.llm && kevo_archive_llm_cost(r.ar, r.run, &spent) == KEVO_OK)
+            json_object_set_new(rep, "llm_spent", json_real(spent));
     }
+    enum kevo_status diverged = KEVO_OK;
+    if (!st && r.replay && !(stop && *stop))   /* not when the user stopped the replay */
+        diverged = kevo_replay_compare(&r, rep);
     if (!st) {
         char *s = json_dumps(rep, JSON_INDENT(1));
         enum kevo_run_status rs = strcmp(r.reason, "interrupted") == 0 ? KEVO_RUN_STOPPED
@@ -1281,6 +1410,7 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
             st = kevo_run_fail(&r, st, "recording the report: %s", kevo_archive_errmsg(r.ar));
         kevo_run_event(&r, json_pack("{s:s, s:O}", "event", "done", "report", rep));
         *out_json = s;
+        st = st ? st : diverged;
     } else if (r.ar && r.run && kevo_archive_run_finish(r.ar, r.run, KEVO_RUN_FAILED, NULL)) {
         KEVO_WARN("run %lld: could not mark it failed: %s", (long long)r.run,
                   kevo_archive_errmsg(r.ar));

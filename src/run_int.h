@@ -111,6 +111,14 @@ struct runctx {
     int llm_idle;                  /* calls since the last evaluation that brought nothing new */
     char (*llm_asked)[KEVO_HASH_HEX];   /* prompt hashes asked in this session */
     int n_asked, cap_asked;
+    /* the step log: every job the controller takes from the done queue is one step */
+    int64_t step;                  /* steps handled in this session */
+    int64_t cur_step;              /* the step being handled; 0 between steps */
+    int64_t stop_step;             /* r->reason was set after this step ... */
+    int stop_waiting;              /* ... while waiting for the next one (1) or right
+                                      after handling it (0) */
+    struct kevo_replay *replay;    /* replay.c; NULL for a live run */
+    const char **cfg_models;       /* the config's model specs (borrowed from cfg) */
 };
 
 
@@ -124,11 +132,49 @@ enum kevo_status kevo_run_fail(struct runctx *r, enum kevo_status st, const char
 /* The genome of candidate id (cached; borrowed until the next call). */
 KEVO_NODISCARD enum kevo_status kevo_run_genome_of(struct runctx *r, int64_t id,
                                                    const struct kevo_genome **out);
+/* The models of the run's config (r->cfg) as this session's (r->eff). */
+void kevo_run_cfg_models(struct runctx *r);
+/* The reference's medians (r->ref) into r->ref_median, and its event. */
+void kevo_run_reference_set(struct runctx *r);
 /* A job for genome g (taken), recorded as a pending candidate; KEVO_ERR_INVALID when the
  * run already has it. */
 KEVO_NODISCARD enum kevo_status kevo_run_record(struct runctx *r, struct kevo_genome *g,
                                                 const char *op, int op_i, int64_t p1, int64_t p2,
                                                 double p1_score, int island, struct job **out);
+
+/* ---- replay.c: `kevo run --replay RUN` (docs/llm.md "Replay") ---- */
+struct kevo_replay;
+/* Load run o->replay: its task, config and report (refused with a message when it cannot
+ * be replayed exactly); fills r->task_text, r->cfg, r->path_owned. */
+KEVO_NODISCARD enum kevo_status kevo_replay_open(struct runctx *r);
+void kevo_replay_free(struct kevo_replay *p);   /* NULL: no-op */
+/* The options of the original run (this session's own are ignored). */
+KEVO_NODISCARD enum kevo_status kevo_replay_opts(struct runctx *r);
+/* What the original's workers gave before the search: calibration, reference, workers. */
+KEVO_NODISCARD enum kevo_status kevo_replay_setup(struct runctx *r);
+/* The original's seeds, recorded as pending candidates on their islands. */
+KEVO_NODISCARD enum kevo_status kevo_replay_seeds(struct runctx *r);
+/* The next step of the original's log as a job (taken), or *out NULL once, where the
+ * original stopped while waiting; KEVO_ERR_DIVERGED (with r->msg) when the replay has
+ * nothing the step can be matched to. */
+KEVO_NODISCARD enum kevo_status kevo_replay_next(struct runctx *r, struct job **out);
+/* The original's stop reason, where it stopped at this step (waiting or not); else NULL. */
+const char *kevo_replay_stop(struct runctx *r, int waiting);
+/* A call about to be submitted: matched with the original's first unmatched call of the
+ * same prompt (its source: from_cache set as the original's). *refused 1: the original
+ * was refused it (offline, not cached). KEVO_ERR_NOTFOUND: the original never asked it. */
+KEVO_NODISCARD enum kevo_status kevo_replay_book(struct runctx *r, struct kevo_llm_call *c,
+                                                 int *refused);
+/* The cost cap refused a booked call after all: the match is undone. */
+void kevo_replay_unbook(struct runctx *r, const char *prompt_hash);
+/* KEVO_ERR_DIVERGED with the message: the replay asked what the original never did. */
+KEVO_NODISCARD enum kevo_status kevo_replay_unasked(struct runctx *r, const char *prompt_hash,
+                                                    const char *op);
+/* The original's held-out result for candidate id (taken); KEVO_ERR_DIVERGED if none. */
+KEVO_NODISCARD enum kevo_status kevo_replay_holdout(struct runctx *r, int64_t id, json_t **out);
+/* Compare this run with the original; "replay" in report; KEVO_ERR_DIVERGED if they
+ * differ (r->msg names the first difference). */
+KEVO_NODISCARD enum kevo_status kevo_replay_compare(struct runctx *r, json_t *report);
 
 /* ---- run_llm.c ---- */
 /* Parse the run's models and their prices (before the run exists: a bad --model fails

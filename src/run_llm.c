@@ -124,6 +124,7 @@ enum kevo_status kevo_run_llm_start(struct runctx *r)
     cfg.spent_before = spent;
     cfg.temperature = LLM_TEMPERATURE;
     cfg.max_tokens = LLM_MAX_TOKENS;
+    cfg.replay = r->replay != NULL;
     st = kevo_llmops_new(&cfg, on_done, r, &r->llm);
     return st ? kevo_run_fail(r, st, "cannot start the LLM operators: %s", kevo_status_name(st))
               : KEVO_OK;
@@ -165,8 +166,8 @@ static char *siblings(struct runctx *r, int64_t p)
         const struct recent *e = &r->recent[(r->n_recent - k) % RECENT];
         if (e->parent != p)
             continue;
-        if (kevo_buf_addf(&b, "- cand %lld (%s): %s%s", (long long)e->id, e->op, e->verdict,
-                          "") != KEVO_OK)
+        /* no ids: they differ between archives, and a prompt must not (the cache) */
+        if (kevo_buf_addf(&b, "- %s: %s", e->op, e->verdict) != KEVO_OK)
             break;
         if (e->score > 0 && kevo_buf_addf(&b, ", %.4g us", e->score * 1e6) != KEVO_OK)
             break;
@@ -314,30 +315,59 @@ static int asked(struct runctx *r, const char *hash)
     return 0;
 }
 
+static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call *c, int64_t cand,
+                                    const char *status);
+
+/* An offline run may not ask c: recorded (status not_cached, no step), no more calls. */
+static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
+{
+    r->llm_refused = 1;
+    kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "not_cached",
+                                "op", kevo_llmop_names[c->op]));
+    enum kevo_status st = record_call(r, c, 0, "not_cached");
+    kevo_llm_call_free(c);
+    return st;
+}
+
+/* Live: the cache answers prompts of earlier sessions; a prompt asked again in this one
+ * gets a fresh call (it would only give the same candidate again). Offline, it gets none.
+ * 1: the call may go on. */
+static int live_source(struct runctx *r, struct kevo_llm_call *c)
+{
+    int again = asked(r, c->prompt_hash);
+    if (again && r->o->offline)
+        return 0;
+    return !((again || !from_cache(r, c)) && r->o->offline);
+}
+
 static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
 {
+    int refused = 0, unbooked = 0;
     enum kevo_status st = kevo_llmops_hash(r->llm, c);
     if (st) {
         kevo_llm_call_free(c);
         return st;
     }
-    /* The cache answers prompts of earlier sessions; a prompt asked again in this one gets
-     * a fresh call (it would only give the same candidate again). Offline, it gets none. */
-    int again = asked(r, c->prompt_hash);
-    if (again && r->o->offline) {
-        r->llm_refused = 1;
-        kevo_llm_call_free(c);
-        return KEVO_OK;
+    if (r->replay) {   /* the original's call of this prompt answers it */
+        st = kevo_replay_book(r, c, &refused);
+        if (st == KEVO_ERR_NOTFOUND)   /* never asked: the cap must refuse it, as it did */
+            unbooked = 1, st = KEVO_OK;
+    } else {
+        refused = !live_source(r, c);
     }
-    if ((again || !from_cache(r, c)) && r->o->offline) {
-        r->llm_refused = 1;   /* offline and not answered before: no more LLM calls */
-        kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "not_cached",
-                                    "op", kevo_llmop_names[c->op]));
+    if (st) {
         kevo_llm_call_free(c);
-        return KEVO_OK;
+        return st;
     }
+    if (refused)
+        return not_cached(r, c);
+    char hash[KEVO_HASH_HEX];
+    enum kevo_llm_op op = c->op;
+    memcpy(hash, c->prompt_hash, sizeof hash);
     st = kevo_llmops_submit(r->llm, c);
     if (st == KEVO_ERR_TOOBIG) {
+        if (r->replay && !unbooked)
+            kevo_replay_unbook(r, hash);
         /* with calls in flight, their reserves come back: wait; without, the cap is met */
         if (!r->llm_outstanding) {
             r->llm_refused = 1;
@@ -348,6 +378,8 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     }
     if (!st)
         r->llm_outstanding++;
+    if (!st && unbooked)
+        st = kevo_replay_unasked(r, hash, kevo_llmop_names[op]);
     return st;
 }
 
@@ -427,11 +459,18 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
     rec.tokens_out = c->reply.tokens_out;
     rec.cost = c->cost;
     rec.latency_s = c->reply.latency_s;
-    char st_buf[340];
+    rec.step = r->cur_step;
+    char st_buf[340], st_rep[360];
     if (c->from_cache)   /* "cached", "cached unusable: ...": not a network call */
         snprintf(st_buf, sizeof st_buf, "cached%s%s", strcmp(status, "ok") ? " " : "",
                  strcmp(status, "ok") ? status : "");
     rec.status = c->from_cache ? st_buf : status;
+    if (r->replay) {   /* "replay: ok": the original's reply again, nothing spent */
+        snprintf(st_rep, sizeof st_rep, "replay: %s", rec.status);
+        rec.status = st_rep;
+        rec.cost = 0;
+        rec.latency_s = 0;
+    }
     st = kevo_archive_llm_add(r->ar, &rec, &id);
     kevo_buf_free(&prompt);
     return st ? kevo_run_fail(r, st, "recording an LLM call: %s", kevo_archive_errmsg(r->ar))
@@ -553,6 +592,7 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
     int64_t id = 0;
     enum kevo_status st = KEVO_OK;
 
+    kevo_llmops_settle(r->llm, c);   /* its cost counts from this step on */
     if (strcmp(c->reply.status, "ok") != 0) {
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s?}", "event", "llm", "status",
                                     c->reply.status, "op", kevo_llmop_names[c->op], "message",

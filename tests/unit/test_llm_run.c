@@ -5,7 +5,9 @@
  * edit that repairs it, improve gets a whole faster file, a plan gets a strategy. The run
  * must go generate -> fix -> improve and beat the (slow) reference; every call is recorded
  * with its tokens and cost; the cost cap stops new calls; and a session that may not use
- * the network is answered from the archive's response cache. Needs KEVO_BIN (the worker).
+ * the network is answered from the archive's response cache; and `--replay` of the run,
+ * with the network off, gives the same archive rows, or names where a changed prompt
+ * template makes it diverge. Needs KEVO_BIN (the worker).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,6 +204,59 @@ static void no_secret_in(const char *db, json_t *report)
     events_json = NULL;
 }
 
+/* The rows of run id that a replay must reproduce, one line each, in order: candidates
+ * (ids as positions in the run), then LLM calls (a replay's "replay: " prefix dropped). */
+static char *rows_of(const char *db, int64_t run)
+{
+    static const char *const q[] = {
+        "SELECT c.key || ' ' || c.op || ' ' || c.state || ' ' || c.verdict || ' ' ||"
+        " quote(c.score) || ' ' || quote(c.sol_fraction) || ' ' || quote(c.speedup) || ' ' ||"
+        " c.island || ' ' || c.cell || ' ' || coalesce(c.step, 0) || ' ' ||"
+        " coalesce((SELECT count(*) FROM candidates p WHERE p.run_id = c.run_id AND"
+        "  p.id <= c.parent1), 0) FROM candidates c WHERE c.run_id = ?1 ORDER BY c.id",
+        "SELECT l.prompt_hash || ' ' || l.op || ' ' || l.model || ' ' || coalesce(l.step, 0) ||"
+        " ' ' || l.tokens_in || ' ' || l.tokens_out || ' ' || replace(l.status, 'replay: ', '')"
+        " || ' ' || coalesce(length(l.reply), -1) || ' ' || coalesce(l.reply, '') FROM llm_calls l"
+        " WHERE l.run_id = ?1 ORDER BY l.id",
+    };
+    sqlite3 *s = NULL;
+    size_t cap = 1 << 20, len = 0;
+    char *out = calloc(1, cap);
+    assert_non_null(out);
+    assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    for (int k = 0; k < 2; k++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(s, q[k], -1, &st, NULL) != SQLITE_OK)
+            fail_msg("%s", sqlite3_errmsg(s));
+        sqlite3_bind_int64(st, 1, run);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *t = (const char *)sqlite3_column_text(st, 0);
+            len += (size_t)snprintf(out + len, cap - len, "%s\n", t ? t : "?");
+            assert_true(len < cap);
+        }
+        sqlite3_finalize(st);
+        len += (size_t)snprintf(out + len, cap - len, "--\n");
+    }
+    sqlite3_close(s);
+    return out;
+}
+
+static json_t *replay(const char *archive, int64_t of, const char *prompts, enum kevo_status want,
+                      char **msg)
+{
+    struct kevo_run_opts o;
+    char *out = NULL;
+    int64_t id = 0;
+    kevo_run_opts_default(&o);
+    o.archive = archive;
+    o.replay = of;
+    o.prompts_dir = prompts;
+    assert_int_equal(kevo_run(NULL, &o, NULL, NULL, NULL, &id, &out, msg), want);
+    json_t *r = out ? json_loads(out, 0, NULL) : NULL;
+    kevo_free(out);
+    return r;
+}
+
 /* ---- the tests ---- */
 
 static void test_generate_fix_improve(void **state)
@@ -256,6 +311,52 @@ static void test_generate_fix_improve(void **state)
     /* the prompts carry no holdout size (N=1001) */
     assert_true(q1(archive, "SELECT count(*) FROM llm_calls WHERE instr(prompt, 'N=1001') > 0",
                    0) == 0);
+    int64_t first = json_integer_value(json_object_get(r, "run"));
+    json_decref(r);
+
+    /* the run replayed: no network (the fake is gone), no workers; the same rows */
+    char *msg = NULL;
+    unsetenv("KEVO_WORKER_EXE");   /* a replay starts none */
+    r = replay(archive, first, NULL, KEVO_OK, &msg);
+    setenv("KEVO_WORKER_EXE", kevo_bin, 1);
+    assert_non_null(r);
+    json_t *rp = json_object_get(r, "replay");
+    print_message("[ replay   ] run %lld as run %lld: %s, %d steps\n", (long long)first,
+                  (long long)json_integer_value(json_object_get(r, "run")),
+                  json_is_true(json_object_get(rp, "identical")) ? "identical" : "differs",
+                  (int)json_integer_value(json_object_get(rp, "steps")));
+    assert_true(json_is_true(json_object_get(rp, "identical")));
+    assert_true(json_integer_value(json_object_get(rp, "steps")) >= 14);
+    char *a = rows_of(archive, first);
+    char *b = rows_of(archive, json_integer_value(json_object_get(r, "run")));
+    assert_string_equal(a, b);
+    assert_true(strlen(a) > 1000);
+    free(b);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls WHERE run_id = %d AND (cost <> 0 "
+             "OR status NOT LIKE 'replay: %%')",
+             (int)json_integer_value(json_object_get(r, "run")));
+    assert_true(q1(archive, sql, 0) == 0);   /* nothing spent, every call marked */
+    json_decref(r);
+
+    /* a changed prompt template: the replay asks what the original never did, and says so */
+    char pdir[400], cmd[1200];
+    snprintf(pdir, sizeof pdir, "%s/prompts", dir);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/prompts' '%s' && sed -i 's/Make this candidate "
+             "faster/Make this candidate much faster/' '%s/improve.md'", KEVO_SOURCE_DIR, dir,
+             pdir);
+    assert_int_equal(system(cmd), 0);
+    r = replay(archive, first, pdir, KEVO_ERR_DIVERGED, &msg);
+    assert_non_null(msg);
+    print_message("[ replay   ] changed template: %s\n", msg);
+    assert_non_null(strstr(msg, "diverged"));
+    assert_non_null(strstr(msg, "never asked"));
+    kevo_free(msg);
+    msg = NULL;
+    json_decref(r);
+    /* a run that cannot be replayed says why */
+    r = replay(archive, 999, NULL, KEVO_ERR_NOTFOUND, &msg);
+    assert_non_null(strstr(msg, "--replay 999"));
+    kevo_free(msg);
     json_decref(r);
 
     /* offline, the network unused: the generate prompt (task, device, notes) was answered
@@ -270,6 +371,17 @@ static void test_generate_fix_improve(void **state)
     snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls WHERE status IN ('network', "
              "'timeout') AND run_id = %d", (int)json_integer_value(json_object_get(r, "run")));
     assert_true(q1(archive, sql, 0) == 0);
+    /* the offline run replayed too: its refusals are recorded, and replayed as refusals */
+    int64_t off = json_integer_value(json_object_get(r, "run"));
+    json_decref(r);
+    r = replay(archive, off, NULL, KEVO_OK, &msg);
+    assert_true(json_is_true(json_object_get(json_object_get(r, "replay"), "identical")));
+    a = rows_of(archive, off);
+    b = rows_of(archive, json_integer_value(json_object_get(r, "run")));
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "not_cached"));
+    free(a);
+    free(b);
     json_decref(r);
 }
 
