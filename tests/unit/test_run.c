@@ -3,7 +3,9 @@
  * search finds the known best configuration of tests/search/landscape.c with fewer
  * evaluations than an exhaustive sweep; islands and the elites grid are populated; each
  * budget stops the run; a run killed with SIGKILL resumes without losing or re-evaluating
- * anything; `kevo runs` reports it; `kevo export` writes files whose test passes.
+ * anything; `kevo runs` reports it; `kevo export` writes files whose test passes; and
+ * `--replay` reproduces a run from its archive record (a time-limited one included),
+ * refusing what it cannot reproduce (a resumed run) with the reason.
  * Needs KEVO_BIN (make test sets it): the workers are that binary.
  */
 #include <setjmp.h>
@@ -85,6 +87,44 @@ static json_t *run(const struct kevo_run_opts *o, int64_t *id)
 
 static const char *reason(json_t *r) { return json_string_value(json_object_get(r, "reason")); }
 
+/* kevo run --replay of; the status, its message and report (either may be NULL). */
+static enum kevo_status replay(const char *archive, int64_t of, char **msg, json_t **rep)
+{
+    struct kevo_run_opts o;
+    char *out = NULL;
+    int64_t id = 0;
+    kevo_run_opts_default(&o);
+    o.archive = archive;
+    o.replay = of;
+    o.budget = 1;        /* this session's options are not the run's: ignored */
+    o.time_s = 0.001;
+    *msg = NULL;
+    enum kevo_status st = kevo_run(NULL, &o, NULL, NULL, NULL, &id, &out, msg);
+    *rep = out ? json_loads(out, 0, NULL) : NULL;
+    kevo_free(out);
+    return st;
+}
+
+/* The replay of run `of` reproduces it: same reason, evaluations and best; its id. */
+static int64_t replay_identical(const char *archive, int64_t of, json_t *orig)
+{
+    char *msg = NULL;
+    json_t *r = NULL;
+    if (replay(archive, of, &msg, &r) != KEVO_OK)
+        fail_msg("replay of run %lld: %s", (long long)of, msg ? msg : "?");
+    json_t *rp = json_object_get(r, "replay");
+    assert_true(json_is_true(json_object_get(rp, "identical")));
+    assert_string_equal(reason(r), reason(orig));
+    assert_int_equal(json_integer_value(json_object_get(r, "evaluations")),
+                     json_integer_value(json_object_get(orig, "evaluations")));
+    assert_true(json_real_value(json_object_get(json_object_get(r, "best"), "score_s")) ==
+                json_real_value(json_object_get(json_object_get(orig, "best"), "score_s")));
+    int64_t id = json_integer_value(json_object_get(r, "run"));
+    json_decref(r);
+    kevo_free(msg);
+    return id;
+}
+
 static void test_finds_the_best_with_fewer_evaluations(void **state)
 {
     struct kevo_run_opts o;
@@ -112,6 +152,17 @@ static void test_finds_the_best_with_fewer_evaluations(void **state)
     /* the held-out gate passed the winner */
     assert_string_equal(json_string_value(json_object_get(json_object_get(r, "final"), "holdout")),
                         "ok");
+    /* replayed: the same run, without workers; a replay is not resumed */
+    int64_t rid = replay_identical(archive, id, r);
+    struct kevo_run_opts ro;
+    char *rout = NULL, *rmsg = NULL;
+    kevo_run_opts_default(&ro);
+    ro.archive = archive;
+    ro.resume = rid;
+    assert_int_equal(kevo_run(NULL, &ro, NULL, NULL, NULL, NULL, &rout, &rmsg), KEVO_ERR_INVALID);
+    assert_non_null(strstr(rmsg, "is a replay of run"));
+    kevo_free(rmsg);
+    kevo_free(rout);
     /* runs report: lineage back to the seed, operator statistics */
     char *js = NULL, *msg = NULL;
     assert_int_equal(kevo_runs_json(archive, id, &js, &msg), KEVO_OK);
@@ -165,6 +216,7 @@ static void test_budgets(void **state)
     r = run(&o, &id);
     assert_true(strcmp(reason(r), "stagnation") == 0);
     assert_true(json_integer_value(json_object_get(r, "evaluations")) < 40);
+    replay_identical(archive, id, r);
     json_decref(r);
     opts(&o, archive, sizeof archive, "budgets.db");
     o.time_s = 2.0;
@@ -174,6 +226,8 @@ static void test_budgets(void **state)
     r = run(&o, &id);
     assert_string_equal(reason(r), "time");
     assert_true(time(NULL) - t0 < 20);   /* setup, the last evaluation and the gate */
+    /* the clock stopped it: the replay stops at the same step without looking at one */
+    replay_identical(archive, id, r);
     json_decref(r);
 }
 
@@ -252,6 +306,11 @@ static void test_resume_after_sigkill(void **state)
     assert_int_equal(done_after, 30);
     json_decref(r);
     kevo_free(out);
+    kevo_free(msg);
+    /* two sessions: the first one's last steps died with it, so no exact replay */
+    assert_int_equal(replay(db, 1, &msg, &r), KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "run 1 cannot be replayed: it ran in several sessions"));
+    assert_null(r);
     kevo_free(msg);
 }
 
