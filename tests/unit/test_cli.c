@@ -132,6 +132,25 @@ static void test_run_bad_input(void **state)
     assert_int_equal(kevo("export", "7", NULL), 2);
 }
 
+/* kevo run --replay: a finished run replays identically; misuse is named. */
+static void test_run_replay(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    const char *db = "build/cli_replay.db";
+    unlink(db);
+    assert_int_equal(kevo("run", "tests/search/landscape.c", "--seed",
+                          "tests/search/landscape_seed.c", "--backend", "cpu", "--budget", "4",
+                          "--time-cap", "0.05", "--archive", db, NULL), 0);
+    assert_int_equal(kevo("run", "--replay", "1", "--archive", db, NULL), 0);
+    assert_non_null(strstr(out_text, "replay of run 1: identical"));
+    assert_int_equal(kevo("run", "--replay", "1", "tests/search/landscape.c", NULL), 2);
+    assert_non_null(strstr(err_text, "--replay takes the run's own task"));
+    assert_int_equal(kevo("run", "--replay", "0", NULL), 2);
+    assert_int_equal(kevo("run", "--replay", "99", "--archive", db, NULL), 1);
+    assert_non_null(strstr(err_text, "--replay 99: build/cli_replay.db: no run 99"));
+}
+
 /* The bad tasks issue 3 names: each fails check with its place and its reason (an unknown
  * dtype is the f33 above). */
 static void test_check_bad_tasks(void **state)
@@ -220,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_check_names_file_line_column),
         cmocka_unit_test(test_check_bad_tasks),
         cmocka_unit_test(test_run_bad_input),
+        cmocka_unit_test(test_run_replay),
         cmocka_unit_test(test_eval_bad_task_is_1),
         cmocka_unit_test(test_eval_json_document),
         cmocka_unit_test(test_calibrate_cpu),
