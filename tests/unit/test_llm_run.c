@@ -331,6 +331,7 @@ static void test_generate_fix_improve(void **state)
     char *b = rows_of(archive, json_integer_value(json_object_get(r, "run")));
     assert_string_equal(a, b);
     assert_true(strlen(a) > 1000);
+    free(a);
     free(b);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls WHERE run_id = %d AND (cost <> 0 "
              "OR status NOT LIKE 'replay: %%')",

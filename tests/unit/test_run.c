@@ -231,6 +231,26 @@ static void test_budgets(void **state)
     json_decref(r);
 }
 
+/* Two workers: results come back in an order the clock decides; the replay follows it. */
+static void test_replay_two_workers(void **state)
+{
+    static const int gpus[] = { 0, 1 };
+    struct kevo_run_opts o;
+    char archive[512];
+    int64_t id = 0;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    opts(&o, archive, sizeof archive, "two.db");
+    o.budget = 16;
+    o.n_gpus = 2;
+    o.gpus = gpus;
+    json_t *r = run(&o, &id);
+    assert_int_equal(json_integer_value(json_object_get(r, "workers")), 2);
+    replay_identical(archive, id, r);
+    json_decref(r);
+}
+
 /* Evaluations stored per candidate of run 1 in db: every done candidate exactly one. */
 static void check_once(const char *db, int64_t *n_done)
 {
@@ -342,6 +362,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_finds_the_best_with_fewer_evaluations),
         cmocka_unit_test(test_budgets),
+        cmocka_unit_test(test_replay_two_workers),
         cmocka_unit_test(test_resume_after_sigkill),
         cmocka_unit_test(test_bad_seed_is_a_clear_error),
     };
