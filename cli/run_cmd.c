@@ -90,6 +90,9 @@ static void on_event(void *user, const char *text)
         show_status(s, e);
     else if (strcmp(kind, "eval") == 0)
         show_eval(s, e);
+    else if (strcmp(kind, "start") == 0 && cli_num(e, "replay_of") > 0)
+        printf("run %d: %s, a replay of run %d (its recorded results and replies; no worker)\n",
+               (int)cli_num(e, "run"), cli_str(e, "task", "?"), (int)cli_num(e, "replay_of"));
     else if (strcmp(kind, "start") == 0)
         printf("run %d: %s on %s, budget %d evaluations, %d worker%s%s\n", (int)cli_num(e, "run"),
                cli_str(e, "task", "?"), cli_str(e, "backend", "?"), (int)cli_num(e, "budget"),

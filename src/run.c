@@ -1288,7 +1288,7 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
         if (o->replay)
             json_object_set_new(cfg, "replay_of", json_integer(o->replay));
         char *cs = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
-        st = cs ? kevo_archive_run_create(r->ar, r->task->name, task_path, r->task_text,
+        st = cs ? kevo_archive_run_create(r->ar, r->task->name, r->task_path, r->task_text,
                                           r->task_len, cs, &r->run)
                 : KEVO_ERR_NOMEM;
         kevo_free(cs);
@@ -1379,10 +1379,10 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
     else if (!st && n_seeds)
         st = add_seeds(&r, seeds, n_seeds);
     if (!st) {
-        kevo_run_event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b}", "event", "start", "run",
-                            (json_int_t)r.run, "task", r.task->name, "backend", r.backend,
+        kevo_run_event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b, s:I}", "event", "start",
+                            "run", (json_int_t)r.run, "task", r.task->name, "backend", r.backend,
                             "budget", (json_int_t)r.budget, "workers", r.n_slots, "resumed",
-                            o->resume != 0));
+                            o->resume != 0, "replay_of", (json_int_t)o->replay));
         st = search_loop(&r);
     }
     if (!st) {

@@ -251,6 +251,30 @@ static void test_replay_two_workers(void **state)
     json_decref(r);
 }
 
+/* Searches recorded on an H100 (bench/results/2026-11-22-h100-replay/, by
+ * tools/replay-gpu.sh) replay here, without a GPU, to the same rows: the controller still
+ * makes the decisions it made there. A deliberate change to the search breaks this test;
+ * record the archive again with tools/replay-gpu.sh on a GPU then. */
+static void test_replay_h100_archive(void **state)
+{
+    char db[600], cmd[1400], *msg = NULL;
+    json_t *r = NULL;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    snprintf(db, sizeof db, "%s/h100.db", dir);
+    snprintf(cmd, sizeof cmd, "cp bench/results/2026-11-22-h100-replay/archive.db '%s'", db);
+    assert_int_equal(system(cmd), 0);
+    for (int64_t of = 1; of <= 3; of += 2) {   /* softmax by budget, matmul by the clock */
+        if (replay(db, of, &msg, &r) != KEVO_OK)
+            fail_msg("replay of H100 run %lld: %s", (long long)of, msg ? msg : "?");
+        assert_true(json_is_true(json_object_get(json_object_get(r, "replay"), "identical")));
+        assert_string_equal(reason(r), of == 1 ? "budget" : "time");
+        json_decref(r);
+        kevo_free(msg);
+    }
+}
+
 /* Evaluations stored per candidate of run 1 in db: every done candidate exactly one. */
 static void check_once(const char *db, int64_t *n_done)
 {
@@ -363,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_finds_the_best_with_fewer_evaluations),
         cmocka_unit_test(test_budgets),
         cmocka_unit_test(test_replay_two_workers),
+        cmocka_unit_test(test_replay_h100_archive),
         cmocka_unit_test(test_resume_after_sigkill),
         cmocka_unit_test(test_bad_seed_is_a_clear_error),
     };
