@@ -1287,6 +1287,8 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
         json_t *cfg = config_json(o, r->backend);
         if (o->replay)
             json_object_set_new(cfg, "replay_of", json_integer(o->replay));
+        if (r->n_models)
+            json_object_set_new(cfg, "prices_used", kevo_run_llm_prices(r));
         char *cs = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
         st = cs ? kevo_archive_run_create(r->ar, r->task->name, r->task_path, r->task_text,
                                           r->task_len, cs, &r->run)

@@ -180,6 +180,8 @@ KEVO_NODISCARD enum kevo_status kevo_replay_compare(struct runctx *r, json_t *re
 /* Parse the run's models and their prices (before the run exists: a bad --model fails
  * the command, not a run). */
 KEVO_NODISCARD enum kevo_status kevo_run_llm_prepare(struct runctx *r);
+/* The prices the run's models were given: {"MODEL": {"in": P, "out": P}} (new ref). */
+json_t *kevo_run_llm_prices(const struct runctx *r);
 /* Start the LLM operators when the run has models (no-op otherwise). */
 KEVO_NODISCARD enum kevo_status kevo_run_llm_start(struct runctx *r);
 void kevo_run_llm_stop(struct runctx *r);

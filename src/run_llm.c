@@ -53,13 +53,15 @@ static const char *dir_of(const char *opt, const char *env, const char *sub, cha
     return buf;
 }
 
-/* Prices per million tokens from the price table (docs/llm.md "Cost"). */
+/* Prices per million tokens from the price table (docs/llm.md "Cost"); a replay's are
+ * the ones its original ran with (they size the cost cap's reserves). */
 static enum kevo_status load_prices(struct runctx *r)
 {
     char def[PATH_MAX];
     const char *path = dir_of(r->o->prices, "KEVO_PRICES", "prices.json", def, sizeof def);
     json_error_t e;
-    json_t *t = json_load_file(path, 0, &e);
+    json_t *used = r->replay ? json_object_get(r->cfg, "prices_used") : NULL;
+    json_t *t = used ? json_incref(used) : json_load_file(path, 0, &e);
 
     if (!t && (r->o->prices || getenv("KEVO_PRICES")))
         return kevo_run_fail(r, KEVO_ERR_PARSE, "%s:%d: %s", path, e.line, e.text);
@@ -99,6 +101,16 @@ enum kevo_status kevo_run_llm_prepare(struct runctx *r)
         kevo_free(m);
     }
     return st ? st : load_prices(r);
+}
+
+json_t *kevo_run_llm_prices(const struct runctx *r)
+{
+    json_t *o = json_object();
+    for (int i = 0; o && i < r->n_models; i++)
+        json_object_set_new(o, r->models[i].name, json_pack("{s:f, s:f}", "in",
+                                                            r->models[i].price_in, "out",
+                                                            r->models[i].price_out));
+    return o;
 }
 
 enum kevo_status kevo_run_llm_start(struct runctx *r)

@@ -407,9 +407,22 @@ static void test_cost_cap(void **state)
     assert_true(cost <= 0.1);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls");
     assert_true(q1(archive, sql, 0) >= 1);
+    /* replayed: the cap decides as it did (the run's own prices, not today's table) */
+    char *msg = NULL;
+    int64_t of = json_integer_value(json_object_get(r, "run"));
+    json_decref(r);
+    r = replay(archive, of, NULL, KEVO_OK, &msg);
+    assert_true(json_is_true(json_object_get(json_object_get(r, "replay"), "identical")));
+    char *a = rows_of(archive, of), *b = rows_of(archive, json_integer_value(json_object_get(r,
+                                                                                "run")));
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    kevo_free(msg);
     json_decref(r);
     /* a cap with a model that has no price refuses to start, naming it */
-    char *out = NULL, *msg = NULL;
+    char *out = NULL;
+    msg = NULL;
     opts(&o, archive, models, model, 1);
     snprintf(model, 128, "openai:unpriced@http://127.0.0.1:1/v1");
     o.cost_cap = 1.0;
