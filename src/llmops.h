@@ -40,6 +40,7 @@ struct kevo_llm_call {
     char *system, *user;              /* the prompt (owned) */
     char *parent_text;                /* what SEARCH blocks apply to (owned), may be NULL */
     char prompt_hash[KEVO_HASH_HEX];  /* model + prompt + sampling parameters */
+    char plan_hash[KEVO_HASH_HEX];    /* plan's second call: the first call's prompt hash */
     int from_cache;                   /* answered from the archive's response cache */
     struct kevo_llm_reply reply;
     double cost;

@@ -52,6 +52,11 @@ struct cached_genome {
     struct kevo_genome g;
 };
 
+struct hashset {                   /* prompt hashes (a run asks hundreds, not millions) */
+    char (*h)[KEVO_HASH_HEX];
+    int n, cap;
+};
+
 struct recent {                    /* one recent verdict */
     int64_t id, parent;
     char op[32], verdict[32];
@@ -109,8 +114,9 @@ struct runctx {
     int llm_refused;               /* the cost cap refused a call: no more are started */
     int llm_outstanding;           /* calls submitted and not yet handled by the controller */
     int llm_idle;                  /* calls since the last evaluation that brought nothing new */
-    char (*llm_asked)[KEVO_HASH_HEX];   /* prompt hashes asked in this session */
-    int n_asked, cap_asked;
+    struct hashset llm_asked;      /* prompts asked in this session */
+    struct hashset llm_dry;        /* prompts whose answer brought nothing new: not asked
+                                      again in this session */
     /* the step log: every job the controller takes from the done queue is one step */
     int64_t step;                  /* steps handled in this session */
     int64_t cur_step;              /* the step being handled; 0 between steps */

@@ -146,8 +146,10 @@ void kevo_run_llm_stop(struct runctx *r)
 {
     kevo_llmops_free(r->llm);
     r->llm = NULL;
-    kevo_free(r->llm_asked);
-    r->llm_asked = NULL;
+    kevo_free(r->llm_asked.h);
+    kevo_free(r->llm_dry.h);
+    memset(&r->llm_asked, 0, sizeof r->llm_asked);
+    memset(&r->llm_dry, 0, sizeof r->llm_dry);
     for (int i = 0; r->models && i < r->n_models; i++)
         kevo_llm_model_clear(&r->models[i]);
     kevo_free(r->models);
@@ -309,26 +311,42 @@ static int from_cache(struct runctx *r, struct kevo_llm_call *c)
     return 1;
 }
 
-/* Was this prompt asked before in this session? Remembers it. */
-static int asked(struct runctx *r, const char *hash)
+static int hs_has(const struct hashset *s, const char *hash)
 {
-    for (int i = 0; i < r->n_asked; i++)
-        if (!strcmp(r->llm_asked[i], hash))
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->h[i], hash))
             return 1;
-    if (r->n_asked == r->cap_asked) {
-        int cap = r->cap_asked ? 2 * r->cap_asked : 64;
-        void *p = kevo_reallocarray(r->llm_asked, (size_t)cap, sizeof *r->llm_asked);
+    return 0;
+}
+
+/* Was hash in s? Adds it (out of memory: forgotten, which only costs a repeat). */
+static int hs_put(struct hashset *s, const char *hash)
+{
+    if (hs_has(s, hash))
+        return 1;
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 64;
+        void *p = kevo_reallocarray(s->h, (size_t)cap, sizeof *s->h);
         if (!p)
             return 0;
-        r->llm_asked = p;
-        r->cap_asked = cap;
+        s->h = p;
+        s->cap = cap;
     }
-    memcpy(r->llm_asked[r->n_asked++], hash, KEVO_HASH_HEX);
+    memcpy(s->h[s->n++], hash, KEVO_HASH_HEX);
     return 0;
 }
 
 static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call *c, int64_t cand,
                                     const char *status);
+
+/* c's answer brought nothing new: its prompt is not asked again in this session, nor,
+ * for a plan's second call, the plan's prompt (it would lead to the same code). */
+static void mark_dry(struct runctx *r, const struct kevo_llm_call *c)
+{
+    hs_put(&r->llm_dry, c->prompt_hash);
+    if (c->phase && c->plan_hash[0])
+        hs_put(&r->llm_dry, c->plan_hash);
+}
 
 /* An offline run may not ask c: recorded (status not_cached, no step), no more calls. */
 static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
@@ -346,7 +364,7 @@ static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
  * 1: the call may go on. */
 static int live_source(struct runctx *r, struct kevo_llm_call *c)
 {
-    int again = asked(r, c->prompt_hash);
+    int again = hs_put(&r->llm_asked, c->prompt_hash);
     if (again && r->o->offline)
         return 0;
     return !((again || !from_cache(r, c)) && r->o->offline);
@@ -359,6 +377,11 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     if (st) {
         kevo_llm_call_free(c);
         return st;
+    }
+    /* its answer brought nothing new: a model that repeats itself would again */
+    if (hs_has(&r->llm_dry, c->prompt_hash)) {
+        kevo_llm_call_free(c);
+        return KEVO_ERR_NOTFOUND;
     }
     if (r->replay) {   /* the original's call of this prompt answers it */
         st = kevo_replay_book(r, c, &refused);
@@ -421,7 +444,10 @@ static enum kevo_status one_call(struct runctx *r)
             kevo_llm_call_free(c);
             return st;
         }
-        return submit(r, c);
+        st = submit(r, c);
+        if (st != KEVO_ERR_NOTFOUND)
+            return st;
+        /* its prompt was answered before with nothing new: another op may have something */
     }
     return KEVO_ERR_NOTFOUND;
 }
@@ -489,6 +515,21 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
               : KEVO_OK;
 }
 
+/* A reply that brought nothing new (a text the run has, usable or not): a failure of its
+ * operator and model, and one more call towards the pause of LLM_IDLE_MAX. Without the
+ * pause, a model that keeps answering the same thing would be asked forever: nothing is
+ * evaluated, so no budget runs out. */
+static void nothing_new(struct runctx *r, const struct kevo_llm_call *c)
+{
+    mark_dry(r, c);
+    kevo_search_op_proposed(r->s, r->op_base + c->op);
+    kevo_search_op_result(r->s, r->op_base + c->op, 0, 0);
+    kevo_llmops_model_result(r->llm, c->model, 0, 0);
+    r->llm_idle++;
+    kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "duplicate",
+                                "op", kevo_llmop_names[c->op]));
+}
+
 /* A reply whose candidate does not parse: a verdict without GPU time. */
 static enum kevo_status unparsable(struct runctx *r, const struct kevo_llm_call *c,
                                    const char *text, size_t len, const char *msg, int64_t *id)
@@ -511,8 +552,10 @@ static enum kevo_status unparsable(struct runctx *r, const struct kevo_llm_call 
     cr.island = c->island;
     cr.cell = -1;
     st = kevo_archive_cand_add(r->ar, &cr, id);
-    if (st == KEVO_ERR_INVALID)
-        return KEVO_OK;   /* the same unusable text again: recorded once */
+    if (st == KEVO_ERR_INVALID) {   /* the same unusable text again: recorded once */
+        nothing_new(r, c);
+        return KEVO_OK;
+    }
     json_t *res = json_pack("{s:s, s:s, s:{s:s}}", "verdict", "compile_error", "message", msg,
                             "evidence", "message", msg);
     char *rs = res ? json_dumps(res, JSON_COMPACT) : NULL;
@@ -556,12 +599,7 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
                          c->parent2, c->parent_score, c->island, &j);
     kevo_genome_clear(&g);
     if (st == KEVO_ERR_INVALID) {   /* the model proposed a text the run already has */
-        kevo_search_op_proposed(r->s, r->op_base + c->op);
-        kevo_search_op_result(r->s, r->op_base + c->op, 0, 0);
-        kevo_llmops_model_result(r->llm, c->model, 0, 0);
-        r->llm_idle++;   /* nothing new: see LLM_IDLE_MAX */
-        kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "duplicate",
-                                    "op", kevo_llmop_names[c->op]));
+        nothing_new(r, c);
         return KEVO_OK;
     }
     if (st)
@@ -586,12 +624,17 @@ static enum kevo_status plan_code(struct runctx *r, const struct kevo_llm_call *
     n->parent1 = c->parent1;
     n->island = c->island;
     n->parent_score = c->parent_score;
+    memcpy(n->plan_hash, c->prompt_hash, sizeof n->plan_hash);
     enum kevo_status st = build(r, n, c->reply.text);
     if (st) {
         kevo_llm_call_free(n);
         return st;
     }
     st = submit(r, n);
+    if (st == KEVO_ERR_NOTFOUND) {   /* implemented before, to no avail: the plan is too */
+        nothing_new(r, c);
+        return KEVO_OK;
+    }
     return st == KEVO_ERR_BUSY_LLM ? KEVO_OK : st;   /* over the cap: the plan is dropped */
 }
 
@@ -606,6 +649,10 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
 
     kevo_llmops_settle(r->llm, c);   /* its cost counts from this step on */
     if (strcmp(c->reply.status, "ok") != 0) {
+        /* a failed call brings nothing new either: a provider that keeps failing must
+         * not be called in a loop (each call already retried within its limits) */
+        kevo_llmops_model_result(r->llm, c->model, 0, 0);
+        r->llm_idle++;
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s?}", "event", "llm", "status",
                                     c->reply.status, "op", kevo_llmop_names[c->op], "message",
                                     c->reply.error));
@@ -621,6 +668,7 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
                           c->parent_text ? strlen(c->parent_text) : 0, &text, &len, &form, &why);
     if (st == KEVO_ERR_PARSE) {
         r->llm_idle++;
+        mark_dry(r, c);
         snprintf(status, sizeof status, "unusable: %s", why ? why : "?");
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "unusable",
                                     "op", kevo_llmop_names[c->op], "message", why ? why : "?"));

@@ -86,6 +86,17 @@ static const char *respond(void *user, const char *req)
     return completion(CROSS);
 }
 
+/* A model that answers everything with the same text whose directives do not parse. */
+static const char BAD_DIRECTIVES[] =
+    "```c\n// kevo launch k grid=1 block=1 (x, y)\nvoid k(const float *x, float *y) {}\n```\n";
+
+static const char *respond_same(void *user, const char *req)
+{
+    (void)user;
+    (void)req;
+    return completion(BAD_DIRECTIVES);
+}
+
 /* ---- set-up ---- */
 
 static int setup(void **state)
@@ -432,9 +443,42 @@ static void test_cost_cap(void **state)
     kevo_free(out);
 }
 
+/* The same unusable answer again and again: recorded once; a prompt that got nothing new
+ * is not asked again, and calls pause until an evaluation brings something new: the run
+ * ends by its budgets instead of asking forever (nothing evaluated, no budget spent). */
+static void test_same_answer_does_not_loop(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512], model[128];
+    const char *models[1];
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    struct fake *f = fake_start(NULL, 0);
+    f->respond = respond_same;
+    opts(&o, archive, models, model, f->port);
+    snprintf(archive, 512, "%s/same.db", dir);
+    o.budget = 50;
+    json_t *r = run(&o);
+    fake_stop(f);
+    double calls = q1(archive, "SELECT count(*) FROM llm_calls", 0);
+    double cands = q1(archive, "SELECT count(*) FROM candidates WHERE op LIKE 'llm%'", 0);
+    print_message("[ same     ] %s after %.0f LLM calls, %.0f LLM candidate(s)\n",
+                  json_string_value(json_object_get(r, "reason")), calls, cands);
+    assert_true(cands == 1);
+    /* a prompt whose answer brought nothing new is not asked again */
+    double repeats = q1(archive, "SELECT count(*) - count(DISTINCT prompt_hash) FROM llm_calls",
+                        0);
+    assert_true(repeats <= 1);   /* the second ask of the first prompt shows it repeats */
+    double evals = json_integer_value(json_object_get(r, "evaluations"));
+    assert_true(calls <= evals + 4);
+    json_decref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_answer_does_not_loop),
         cmocka_unit_test(test_generate_fix_improve),
         cmocka_unit_test(test_cost_cap),
     };
