@@ -1284,6 +1284,7 @@ enum kevo_status kevo_archive_llm_add(struct kevo_archive *a, const struct kevo_
     b_text(&b, 12, r->status);
     b_real(&b, 13, now_s());
     b_id(&b, 14, r->step);
+    b_id(&b, 15, r->submitted);
     st = write_stmt(a, &b, "recording an LLM call");
     if (st == KEVO_OK)
         *id = sqlite3_last_insert_rowid(a->db);
@@ -1352,6 +1353,7 @@ static enum kevo_status llm_row_fill(struct kevo_archive *a, sqlite3_stmt *s,
     r->tokens_out = sqlite3_column_int64(s, 4);
     r->cost = sqlite3_column_double(s, 5);
     r->latency_s = sqlite3_column_double(s, 6);
+    r->submitted = sqlite3_column_int64(s, 12);
     if (col_dup(s, 7, &r->model) || col_dup(s, 8, &r->op) || col_dup(s, 10, &r->reply) ||
         col_dup(s, 11, &r->status))
         return fail(a, KEVO_ERR_NOMEM, "reading LLM call %lld: out of memory", (long long)r->id);

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEVO_ARCHIVE_SCHEMA 2          /* the schema version this kevo writes */
+#define KEVO_ARCHIVE_SCHEMA 3          /* the schema version this kevo writes */
 
 struct kevo_archive;                   /* opaque */
 
@@ -199,6 +199,7 @@ struct kevo_llm_call_rec {
     double cost, latency_s;
     const char *status;                /* "ok", "http_429", "timeout", "parse_error", ... */
     int64_t step;                      /* its reply's step in the run's log; 0: none */
+    int64_t submitted;                 /* its place among the session's submitted calls */
 };
 KEVO_NODISCARD enum kevo_status kevo_archive_llm_add(struct kevo_archive *a,
                                                      const struct kevo_llm_call_rec *r,
@@ -212,7 +213,7 @@ KEVO_NODISCARD enum kevo_status kevo_archive_llm_cost(struct kevo_archive *a, in
 
 /* The run's LLM calls, oldest first (kevo_archive_llm_rows_free them). */
 struct kevo_llm_row {
-    int64_t id, cand_id, step, tokens_in, tokens_out;
+    int64_t id, cand_id, step, submitted, tokens_in, tokens_out;
     double cost, latency_s;
     char *model, *op, *reply, *status;   /* reply NULL when there was none */
     char prompt_hash[KEVO_HASH_HEX];

@@ -142,6 +142,9 @@ const char *const kevo_archive_migrations[] = {
     "ALTER TABLE candidates ADD COLUMN step INTEGER;"
     "ALTER TABLE llm_calls ADD COLUMN step INTEGER;"
     "ALTER TABLE runs ADD COLUMN sessions INTEGER NOT NULL DEFAULT 1;",
+    /* 2 -> 3: each LLM call's place in its session's submissions (calls in flight
+     * together come back in any order; a replay matches them by this) */
+    "ALTER TABLE llm_calls ADD COLUMN submitted INTEGER;",
 };
 _Static_assert(sizeof kevo_archive_migrations / sizeof kevo_archive_migrations[0] == KEVO_ARCHIVE_SCHEMA,
                "one migration step per schema version");
@@ -203,13 +206,14 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
     [S_EVAL_GET] = "SELECT result FROM evaluations WHERE cand_id = ?1 AND kind = ?2"
                    " ORDER BY id DESC LIMIT 1",
     [S_LLM_ADD]  = "INSERT INTO llm_calls(run_id, cand_id, model, op, prompt_hash, prompt,"
-                   " reply, tokens_in, tokens_out, cost, latency_s, status, created, step)"
-                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                   " reply, tokens_in, tokens_out, cost, latency_s, status, created, step, submitted)"
+                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [S_LLM_CACHED] = "SELECT reply FROM llm_calls WHERE prompt_hash = ?1 AND status = 'ok'"
                      " AND reply IS NOT NULL ORDER BY id DESC LIMIT 1",
     [S_LLM_COST] = "SELECT total(cost) FROM llm_calls WHERE run_id = ?1",
     [S_LLM_ROWS] = "SELECT id, coalesce(cand_id, 0), coalesce(step, 0), tokens_in, tokens_out,"
-                   " cost, latency_s, model, op, prompt_hash, reply, status FROM llm_calls"
+                   " cost, latency_s, model, op, prompt_hash, reply, status, coalesce(submitted, 0)"
+                   " FROM llm_calls"
                    " WHERE run_id = ?1 ORDER BY id",
     [S_STEPS]    = "SELECT step, 0, id FROM candidates WHERE run_id = ?1 AND step IS NOT NULL"
                    " UNION ALL SELECT step, 1, id FROM llm_calls WHERE run_id = ?1"

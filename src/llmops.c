@@ -271,13 +271,13 @@ void kevo_llmops_settle(struct kevo_llmops *o, struct kevo_llm_call *c)
     c->settled = 1;
 }
 
-struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, const char *prompt_hash)
+struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, int64_t sub)
 {
     struct kevo_llm_call *c = NULL;
     pthread_mutex_lock(&o->mu);
     for (struct item **p = &o->head; *p; p = &(*p)->next) {
         struct item *it = *p;
-        if (strcmp(it->call->prompt_hash, prompt_hash) != 0)
+        if (it->call->sub != sub)
             continue;
         *p = it->next;
         if (o->tail == it) {   /* the new tail is the item before it, if any */

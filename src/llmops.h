@@ -41,6 +41,7 @@ struct kevo_llm_call {
     char *parent_text;                /* what SEARCH blocks apply to (owned), may be NULL */
     char prompt_hash[KEVO_HASH_HEX];  /* model + prompt + sampling parameters */
     char plan_hash[KEVO_HASH_HEX];    /* plan's second call: the first call's prompt hash */
+    int64_t sub;                      /* its place among the session's submissions (from 1) */
     int from_cache;                   /* answered from the archive's response cache */
     struct kevo_llm_reply reply;
     double cost;
@@ -86,8 +87,8 @@ KEVO_NODISCARD enum kevo_status kevo_llmops_submit(struct kevo_llmops *o,
                                                    struct kevo_llm_call *call);
 /* The controller handled call c: its cost counts, its reserve is given back (once). */
 void kevo_llmops_settle(struct kevo_llmops *o, struct kevo_llm_call *c);
-/* Replay: the oldest waiting call with prompt_hash (the caller owns it); NULL if none. */
-struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, const char *prompt_hash);
+/* Replay: the waiting call with submission number sub (the caller owns it); NULL if none. */
+struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, int64_t sub);
 /* Calls submitted and not yet delivered; money settled so far. */
 int kevo_llmops_in_flight(struct kevo_llmops *o);
 double kevo_llmops_spent(struct kevo_llmops *o);

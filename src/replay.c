@@ -48,16 +48,21 @@ void kevo_replay_free(struct kevo_replay *p)
 /* ---- loading the original ---- */
 
 /* Why run rr cannot be replayed exactly, or NULL. */
-static const char *unreplayable(const struct kevo_run_rec *rr, const json_t *rep)
+static const char *unreplayable(const struct kevo_run_rec *rr, const json_t *rep,
+                               const json_t *cfg)
 {
     if (rr->status == KEVO_RUN_RUNNING || rr->status == KEVO_RUN_FAILED)
         return rr->status == KEVO_RUN_FAILED ? "it failed; only a run that finished (done or "
                                                "stopped) can be replayed"
-                                             : "it has not finished (or was killed: resume it "
-                                               "to its end first)";
+                                             : "it has not finished, or it was killed (what "
+                                               "it had in flight then is lost, so it cannot "
+                                               "be reproduced)";
     if (rr->sessions > 1)
         return "it ran in several sessions (it was resumed); a replay reproduces a run of one "
                "session";
+    if (json_integer_value(json_object_get(cfg, "replay_of")))
+        return "it is itself a replay (it spent nothing, so a cost cap would not bind as it "
+               "did): replay its original";
     if (!rep || !json_is_object(json_object_get(rep, "stop")) ||
         !json_is_object(json_object_get(rep, "calibration")) ||
         json_integer_value(json_object_get(rep, "workers")) < 1 ||
@@ -76,7 +81,10 @@ static enum kevo_status load_original(struct runctx *r, struct kevo_replay *p,
         return kevo_run_fail(r, st, "--replay %lld: %s", (long long)p->of,
                              kevo_archive_errmsg(r->ar));
     p->report = rr->result_json ? json_loads(rr->result_json, 0, NULL) : NULL;
-    if ((why = unreplayable(rr, p->report)) != NULL)
+    json_t *cfg = json_loads(rr->config_json ? rr->config_json : "{}", 0, NULL);
+    why = unreplayable(rr, p->report, cfg);
+    json_decref(cfg);
+    if (why)
         return kevo_run_fail(r, KEVO_ERR_UNSUPPORTED, "run %lld cannot be replayed: %s",
                              (long long)p->of, why);
     json_t *stop = json_object_get(p->report, "stop");
@@ -88,6 +96,11 @@ static enum kevo_status load_original(struct runctx *r, struct kevo_replay *p,
         st = kevo_archive_llm_rows(r->ar, p->of, &p->rows, &p->n_rows);
     if (!st && !(p->booked = kevo_calloc((size_t)p->n_rows + 1, 1)))
         st = KEVO_ERR_NOMEM;
+    for (int i = 0; !st && i < p->n_rows; i++)
+        if (p->rows[i].submitted <= 0)
+            return kevo_run_fail(r, KEVO_ERR_UNSUPPORTED, "run %lld cannot be replayed: its "
+                                 "LLM calls were recorded without their order (by an older "
+                                 "kevo)", (long long)p->of);
     if (!st)
         st = kevo_archive_source_get(r->ar, rr->task_hash, &r->task_text, &r->task_len);
     if (st)
@@ -306,12 +319,13 @@ static const struct kevo_llm_row *row_of(const struct kevo_replay *p, int64_t id
 static enum kevo_status llm_step(struct runctx *r, int64_t orig, struct job **out)
 {
     const struct kevo_llm_row *w = row_of(r->replay, orig);
-    struct kevo_llm_call *c = w && r->llm ? kevo_llmops_take(r->llm, w->prompt_hash) : NULL;
+    struct kevo_llm_call *c = w && r->llm ? kevo_llmops_take(r->llm, w->submitted) : NULL;
     struct job *j;
 
     if (!c)
-        return diverged(r, "the original's LLM call %lld (%s) came back here; the replay had "
-                        "not asked that prompt", (long long)orig, w ? w->op : "?");
+        return diverged(r, "the original's LLM call %lld (%s, its call %lld of the session) "
+                        "came back here; the replay had no such call in flight", (long long)orig,
+                        w ? w->op : "?", w ? (long long)w->submitted : 0LL);
     /* a reply text means the transport said ok; without one the status is its error */
     snprintf(c->reply.status, sizeof c->reply.status, "%s", w->reply ? "ok" : orig_status(w));
     c->reply.text = w->reply ? kevo_strdup(w->reply) : NULL;
@@ -369,8 +383,16 @@ enum kevo_status kevo_replay_book(struct runctx *r, struct kevo_llm_call *c, int
     *refused = 0;
     for (int i = 0; i < p->n_rows; i++) {
         const struct kevo_llm_row *w = &p->rows[i];
-        if (p->booked[i] || strcmp(w->prompt_hash, c->prompt_hash) != 0)
+        if (w->submitted != c->sub)
             continue;
+        if (p->booked[i] || strcmp(w->prompt_hash, c->prompt_hash) != 0)
+            return kevo_run_fail(r, KEVO_ERR_DIVERGED, "replay of run %lld diverged after step "
+                                 "%lld: its LLM call %lld asked the model another prompt (%s, "
+                                 "prompt %.12s) than the original's (%s, prompt %.12s); the "
+                                 "prompt templates, the playbook or kevo itself changed, or the "
+                                 "original's decisions depended on something it did not record",
+                                 (long long)p->of, (long long)r->step, (long long)c->sub,
+                                 kevo_llmop_names[c->op], c->prompt_hash, w->op, w->prompt_hash);
         p->booked[i] = 1;
         *refused = strcmp(orig_status(w), "not_cached") == 0;
         c->from_cache = strncmp(orig_status(w), "cached", 6) == 0;
@@ -379,23 +401,16 @@ enum kevo_status kevo_replay_book(struct runctx *r, struct kevo_llm_call *c, int
     return KEVO_ERR_NOTFOUND;
 }
 
-void kevo_replay_unbook(struct runctx *r, const char *prompt_hash)
-{
-    struct kevo_replay *p = r->replay;
-    for (int i = p->n_rows - 1; i >= 0; i--)
-        if (p->booked[i] && strcmp(p->rows[i].prompt_hash, prompt_hash) == 0) {
-            p->booked[i] = 0;
-            return;
-        }
-}
-
-enum kevo_status kevo_replay_unasked(struct runctx *r, const char *prompt_hash, const char *op)
+enum kevo_status kevo_replay_call_differs(struct runctx *r, int64_t sub, const char *prompt_hash,
+                                          const char *op, int cap_refused)
 {
     return kevo_run_fail(r, KEVO_ERR_DIVERGED, "replay of run %lld diverged after step %lld: "
-                         "it asked the model a prompt the original never asked (%s, prompt "
-                         "%.12s); the prompt templates, the playbook or kevo itself changed, or "
-                         "the original's decisions depended on something it did not record",
-                         (long long)r->replay->of, (long long)r->step, op, prompt_hash);
+                         "its LLM call %lld (%s, prompt %.12s) %s", (long long)r->replay->of,
+                         (long long)r->step, (long long)sub, op, prompt_hash,
+                         cap_refused ? "was refused by the cost cap, which let the original's "
+                                       "call pass"
+                                     : "was made where the original made none (its cost cap "
+                                       "refused it, or it made fewer calls)");
 }
 
 /* ---- the held-out gate ---- */

@@ -701,6 +701,10 @@ static enum kevo_status search_loop(struct runctx *r)
         }
         if (st || (r->inflight == 0 && r->llm_outstanding == 0))
             break;
+        if (r->replay && r->stop && *r->stop) {   /* the user stopped the replay: at once */
+            check_stop(r, 1);
+            break;
+        }
         struct job *j = NULL;
         if (r->replay)
             st = kevo_replay_next(r, &j);
@@ -1061,6 +1065,8 @@ void kevo_run_opts_default(struct kevo_run_opts *o)
 static json_t *config_json(const struct kevo_run_opts *o, const char *backend)
 {
     json_t *gpus = json_array(), *seeds = json_array(), *models = json_array();
+    const char *env = getenv("KEVO_PROMPTS");
+    const char *prompts = o->prompts_dir ? o->prompts_dir : env && *env ? env : NULL;
     for (int i = 0; i < o->n_gpus; i++)
         json_array_append_new(gpus, json_integer(o->gpus[i]));
     for (int i = 0; i < o->n_seeds; i++)
@@ -1074,7 +1080,7 @@ static json_t *config_json(const struct kevo_run_opts *o, const char *backend)
                      "rng_seed", (json_int_t)o->rng_seed, "gpus", gpus, "seeds", seeds, "trials",
                      o->eval.trials, "time_cap_s", o->eval.time_cap_s, "models", models,
                      "llm_concurrency", o->llm_concurrency, "offline", o->offline,
-                     "holdout_tries", o->holdout_tries, "prompts", o->prompts_dir,
+                     "holdout_tries", o->holdout_tries, "prompts", prompts,
                      "playbook", o->playbook_dir);
 }
 
@@ -1297,6 +1303,7 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
         json_decref(cfg);
         if (st)
             return kevo_run_fail(r, st, "creating the run: %s", kevo_archive_errmsg(r->ar));
+        r->running = 1;
     }
     r->budget = opt_i(r, o->budget, "budget", DEFAULT_BUDGET);
     r->stagnation = opt_i(r, o->stagnation, "stagnation", 0);
@@ -1306,12 +1313,17 @@ static enum kevo_status setup(struct runctx *r, const char *task_path,
     r->ref_median = kevo_calloc((size_t)r->n_wl + 1, sizeof *r->ref_median);
     if (!r->ref_median)
         return KEVO_ERR_NOMEM;
-    if (o->resume && kevo_archive_run_finish(r->ar, r->run, KEVO_RUN_RUNNING, NULL) != KEVO_OK)
-        return kevo_run_fail(r, KEVO_ERR_IO, "run %lld: %s", (long long)r->run,
-                             kevo_archive_errmsg(r->ar));
     st = o->replay ? kevo_replay_setup(r) : open_workers(r);
     if (!st)
         st = kevo_run_llm_start(r);
+    /* a resumed run is running again (one more session) once this one can go on: an
+     * attempt that fails before leaves the run as it was */
+    if (!st && o->resume) {
+        if (kevo_archive_run_finish(r->ar, r->run, KEVO_RUN_RUNNING, NULL) != KEVO_OK)
+            return kevo_run_fail(r, KEVO_ERR_IO, "run %lld: %s", (long long)r->run,
+                                 kevo_archive_errmsg(r->ar));
+        r->running = 1;
+    }
     return st;
 }
 
@@ -1413,7 +1425,7 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
         kevo_run_event(&r, json_pack("{s:s, s:O}", "event", "done", "report", rep));
         *out_json = s;
         st = st ? st : diverged;
-    } else if (r.ar && r.run && kevo_archive_run_finish(r.ar, r.run, KEVO_RUN_FAILED, NULL)) {
+    } else if (r.running && kevo_archive_run_finish(r.ar, r.run, KEVO_RUN_FAILED, NULL)) {
         KEVO_WARN("run %lld: could not mark it failed: %s", (long long)r.run,
                   kevo_archive_errmsg(r.ar));
     }

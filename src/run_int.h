@@ -117,6 +117,7 @@ struct runctx {
     struct hashset llm_asked;      /* prompts asked in this session */
     struct hashset llm_dry;        /* prompts whose answer brought nothing new: not asked
                                       again in this session */
+    int64_t llm_submitted;         /* calls submitted in this session (refused ones too) */
     /* the step log: every job the controller takes from the done queue is one step */
     int64_t step;                  /* steps handled in this session */
     int64_t cur_step;              /* the step being handled; 0 between steps */
@@ -125,6 +126,8 @@ struct runctx {
                                       after handling it (0) */
     struct kevo_replay *replay;    /* replay.c; NULL for a live run */
     const char **cfg_models;       /* the config's model specs (borrowed from cfg) */
+    int running;                   /* this session created or resumed the run: a failure
+                                      from here on marks it failed */
 };
 
 
@@ -166,16 +169,18 @@ KEVO_NODISCARD enum kevo_status kevo_replay_seeds(struct runctx *r);
 KEVO_NODISCARD enum kevo_status kevo_replay_next(struct runctx *r, struct job **out);
 /* The original's stop reason, where it stopped at this step (waiting or not); else NULL. */
 const char *kevo_replay_stop(struct runctx *r, int waiting);
-/* A call about to be submitted: matched with the original's first unmatched call of the
- * same prompt (its source: from_cache set as the original's). *refused 1: the original
- * was refused it (offline, not cached). KEVO_ERR_NOTFOUND: the original never asked it. */
+/* A call about to be submitted: matched with the original's call of the same submission
+ * number (c->sub), which must have asked the same prompt (else KEVO_ERR_DIVERGED); c gets
+ * its source (from_cache). *refused 1: the original was refused it (offline, not cached).
+ * KEVO_ERR_NOTFOUND: the original has no call of that number (its cap refused it). */
 KEVO_NODISCARD enum kevo_status kevo_replay_book(struct runctx *r, struct kevo_llm_call *c,
                                                  int *refused);
-/* The cost cap refused a booked call after all: the match is undone. */
-void kevo_replay_unbook(struct runctx *r, const char *prompt_hash);
-/* KEVO_ERR_DIVERGED with the message: the replay asked what the original never did. */
-KEVO_NODISCARD enum kevo_status kevo_replay_unasked(struct runctx *r, const char *prompt_hash,
-                                                    const char *op);
+/* KEVO_ERR_DIVERGED with the message: the replay's call c_sub (op, prompt) was made
+ * where the original's was refused by its cost cap or never made (cap_refused 0), or the
+ * other way round (cap_refused 1). */
+KEVO_NODISCARD enum kevo_status kevo_replay_call_differs(struct runctx *r, int64_t sub,
+                                                         const char *prompt_hash, const char *op,
+                                                         int cap_refused);
 /* The original's held-out result for candidate id (taken); KEVO_ERR_DIVERGED if none. */
 KEVO_NODISCARD enum kevo_status kevo_replay_holdout(struct runctx *r, int64_t id, json_t **out);
 /* Compare this run with the original; "replay" in report; KEVO_ERR_DIVERGED if they

@@ -337,7 +337,7 @@ static int hs_put(struct hashset *s, const char *hash)
 }
 
 static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call *c, int64_t cand,
-                                    const char *status);
+                                    const char *status, int64_t step);
 
 /* c's answer brought nothing new: its prompt is not asked again in this session, nor,
  * for a plan's second call, the plan's prompt (it would lead to the same code). */
@@ -354,7 +354,7 @@ static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
     r->llm_refused = 1;
     kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "not_cached",
                                 "op", kevo_llmop_names[c->op]));
-    enum kevo_status st = record_call(r, c, 0, "not_cached");
+    enum kevo_status st = record_call(r, c, 0, "not_cached", 0);   /* no reply: no step */
     kevo_llm_call_free(c);
     return st;
 }
@@ -383,9 +383,10 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
         kevo_llm_call_free(c);
         return KEVO_ERR_NOTFOUND;
     }
-    if (r->replay) {   /* the original's call of this prompt answers it */
+    c->sub = ++r->llm_submitted;
+    if (r->replay) {   /* the original's call of this number answers it */
         st = kevo_replay_book(r, c, &refused);
-        if (st == KEVO_ERR_NOTFOUND)   /* never asked: the cap must refuse it, as it did */
+        if (st == KEVO_ERR_NOTFOUND)   /* none: the cap must refuse it, as it did */
             unbooked = 1, st = KEVO_OK;
     } else {
         refused = !live_source(r, c);
@@ -401,8 +402,8 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     memcpy(hash, c->prompt_hash, sizeof hash);
     st = kevo_llmops_submit(r->llm, c);
     if (st == KEVO_ERR_TOOBIG) {
-        if (r->replay && !unbooked)
-            kevo_replay_unbook(r, hash);
+        if (r->replay && !unbooked)   /* the original made this call: the cap did not refuse */
+            return kevo_replay_call_differs(r, r->llm_submitted, hash, kevo_llmop_names[op], 1);
         /* with calls in flight, their reserves come back: wait; without, the cap is met */
         if (!r->llm_outstanding) {
             r->llm_refused = 1;
@@ -414,7 +415,7 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     if (!st)
         r->llm_outstanding++;
     if (!st && unbooked)
-        st = kevo_replay_unasked(r, hash, kevo_llmop_names[op]);
+        st = kevo_replay_call_differs(r, r->llm_submitted, hash, kevo_llmop_names[op], 0);
     return st;
 }
 
@@ -475,7 +476,7 @@ enum kevo_status kevo_run_llm_fill(struct runctx *r)
 
 /* The call in the archive (with the candidate it became, 0 for none). */
 static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call *c, int64_t cand,
-                                    const char *status)
+                                    const char *status, int64_t step)
 {
     struct kevo_buf prompt;
     struct kevo_llm_call_rec rec;
@@ -497,7 +498,8 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
     rec.tokens_out = c->reply.tokens_out;
     rec.cost = c->cost;
     rec.latency_s = c->reply.latency_s;
-    rec.step = r->cur_step;
+    rec.step = step;
+    rec.submitted = c->sub;
     char st_buf[340], st_rep[360];
     if (c->from_cache)   /* "cached", "cached unusable: ...": not a network call */
         snprintf(st_buf, sizeof st_buf, "cached%s%s", strcmp(status, "ok") ? " " : "",
@@ -585,8 +587,8 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
     char *m = NULL, path[64];
     enum kevo_status st;
 
-    snprintf(path, sizeof path, "run%lld/llm%s", (long long)r->run,
-             r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
+    /* no run id: the parser's messages reach fix prompts, which must not differ by run */
+    snprintf(path, sizeof path, "llm%s", r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
     st = kevo_genome_from_text(r->task, path, text, len, &g, &m);
     if (st == KEVO_ERR_NOMEM)
         return st;
@@ -656,12 +658,12 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s?}", "event", "llm", "status",
                                     c->reply.status, "op", kevo_llmop_names[c->op], "message",
                                     c->reply.error));
-        return record_call(r, c, 0, c->reply.status);
+        return record_call(r, c, 0, c->reply.status, r->cur_step);
     }
     if (r->reason || r->n_done + r->inflight >= r->budget)   /* too late: the budget is spent */
-        return record_call(r, c, 0, "unused: the budget was spent");
+        return record_call(r, c, 0, "unused: the budget was spent", r->cur_step);
     if (c->op == KEVO_LLMOP_PLAN && c->phase == 0) {
-        st = record_call(r, c, 0, "ok");
+        st = record_call(r, c, 0, "ok", r->cur_step);
         return st ? st : plan_code(r, c);
     }
     st = kevo_reply_apply(c->reply.text, strlen(c->reply.text), c->parent_text,
@@ -673,12 +675,12 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "unusable",
                                     "op", kevo_llmop_names[c->op], "message", why ? why : "?"));
         kevo_free(why);
-        return record_call(r, c, 0, status);
+        return record_call(r, c, 0, status, r->cur_step);
     }
     if (!st)
         st = propose_text(r, c, text, len, &id);
     if (!st)
-        st = record_call(r, c, id, "ok");
+        st = record_call(r, c, id, "ok", r->cur_step);
     kevo_free(text);
     return st;
 }

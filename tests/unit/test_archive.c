@@ -761,6 +761,7 @@ static void test_steps(void **state)
     r.cost = 0.5;
     r.status = "ok";
     r.step = 2;
+    r.submitted = 5;
     r.cand_id = a2;
     assert_int_equal(kevo_archive_llm_add(f->a, &r, &l1), KEVO_OK);
     r.step = 0;                                   /* not a step: a refusal */
@@ -787,6 +788,7 @@ static void test_steps(void **state)
     assert_int_equal(kevo_archive_llm_rows(f->a, f->run, &rows, &n), KEVO_OK);
     assert_int_equal(n, 2);
     assert_true(rows[0].id == l1 && rows[0].cand_id == a2 && rows[0].step == 2);
+    assert_int_equal(rows[0].submitted, 5);
     assert_true(rows[0].tokens_in == 10 && rows[0].tokens_out == 20 && rows[0].cost == 0.5);
     assert_string_equal(rows[0].reply, "an answer");
     assert_string_equal(rows[0].op, "llm_improve");

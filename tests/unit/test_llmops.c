@@ -3,7 +3,8 @@
  * mode (no threads, no network: calls wait until taken by prompt hash), which makes the
  * accounting observable step by step: a call holds its worst case in reserve from submit
  * until the controller settles it; the cap refuses a call whose reserve would pass it;
- * settling twice counts once; a cached call reserves nothing; prompt hashes depend on the
+ * settling twice counts once; a cached call reserves nothing; calls are taken by their
+ * submission number, in any order; prompt hashes depend on the
  * model and the prompt but not on the URL; model choice follows the measured success.
  */
 #include "testutil.h"
@@ -79,19 +80,19 @@ static void test_reserve_and_settle(void **state)
     /* worst case of a call: (999 + 1) tokens in x 1 + 100 out x 10 = 2000 / 1e6 */
     struct kevo_llmops *o = ops_new(&f, 0.005);
     struct kevo_llm_call *a = call(o, 999, 'a'), *b = call(o, 999, 'b'), *c = call(o, 999, 'c');
-    char ha[KEVO_HASH_HEX], hb[KEVO_HASH_HEX];
-    memcpy(ha, a->prompt_hash, sizeof ha);
-    memcpy(hb, b->prompt_hash, sizeof hb);
-    assert_string_not_equal(ha, hb);
+    assert_string_not_equal(a->prompt_hash, b->prompt_hash);
+    a->sub = 1;
+    b->sub = 2;
+    c->sub = 3;
     assert_int_equal(kevo_llmops_submit(o, a), KEVO_OK);
     assert_int_equal(kevo_llmops_submit(o, b), KEVO_OK);
     /* 0.004 held: a third worst case would pass 0.005 */
     assert_int_equal(kevo_llmops_submit(o, c), KEVO_ERR_TOOBIG);
     assert_int_equal(kevo_llmops_in_flight(o), 2);
-    /* nothing runs them (replay): taken by hash, in any order */
-    struct kevo_llm_call *tb = kevo_llmops_take(o, hb);
+    /* nothing runs them (replay): taken by submission number, in any order */
+    struct kevo_llm_call *tb = kevo_llmops_take(o, 2);
     assert_non_null(tb);
-    assert_null(kevo_llmops_take(o, hb));
+    assert_null(kevo_llmops_take(o, 2));
     assert_true(fabs(tb->reserve - 0.002) < 1e-12);
     tb->cost = 0.0005;
     /* finished but not settled: the reserve still holds */
@@ -107,7 +108,7 @@ static void test_reserve_and_settle(void **state)
     e->from_cache = 1;
     assert_int_equal(kevo_llmops_submit(o, e), KEVO_OK);
     assert_int_equal(kevo_llmops_in_flight(o), 3);
-    struct kevo_llm_call *ta = kevo_llmops_take(o, ha);
+    struct kevo_llm_call *ta = kevo_llmops_take(o, 1);
     assert_non_null(ta);
     ta->cost = 0.001;
     kevo_llmops_settle(o, ta);

@@ -163,6 +163,10 @@ static void test_finds_the_best_with_fewer_evaluations(void **state)
     assert_non_null(strstr(rmsg, "is a replay of run"));
     kevo_free(rmsg);
     kevo_free(rout);
+    json_t *rr = NULL;
+    assert_int_equal(replay(archive, rid, &rmsg, &rr), KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(rmsg, "it is itself a replay"));
+    kevo_free(rmsg);
     /* runs report: lineage back to the seed, operator statistics */
     char *js = NULL, *msg = NULL;
     assert_int_equal(kevo_runs_json(archive, id, &js, &msg), KEVO_OK);
@@ -231,6 +235,17 @@ static void test_budgets(void **state)
     json_decref(r);
 }
 
+static volatile int stop_flag;
+static int evals_seen;
+
+/* Ctrl-C after the third verdict. */
+static void stop_after_3(void *user, const char *e)
+{
+    (void)user;
+    if (strstr(e, "\"event\":\"eval\"") && ++evals_seen == 3)
+        stop_flag = 1;
+}
+
 /* Two workers: results come back in an order the clock decides; the replay follows it. */
 static void test_replay_two_workers(void **state)
 {
@@ -249,6 +264,22 @@ static void test_replay_two_workers(void **state)
     assert_int_equal(json_integer_value(json_object_get(r, "workers")), 2);
     replay_identical(archive, id, r);
     json_decref(r);
+    /* the user stops a replay: it stops there (not a divergence), and says it stopped */
+    struct kevo_run_opts ro;
+    char *out = NULL, *msg = NULL;
+    kevo_run_opts_default(&ro);
+    ro.archive = archive;
+    ro.replay = id;
+    stop_flag = 0;
+    evals_seen = 0;
+    assert_int_equal(kevo_run(NULL, &ro, stop_after_3, NULL, &stop_flag, NULL, &out, &msg), KEVO_OK);
+    r = json_loads(out, 0, NULL);
+    assert_string_equal(reason(r), "interrupted");
+    assert_int_equal(json_integer_value(json_object_get(r, "evaluations")), 3);
+    assert_null(json_object_get(r, "replay"));   /* not compared: cut short by the user */
+    json_decref(r);
+    kevo_free(out);
+    kevo_free(msg);
 }
 
 /* Searches recorded on an H100 (bench/results/2026-11-22-h100-replay/, by
