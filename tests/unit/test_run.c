@@ -282,10 +282,14 @@ static void test_replay_two_workers(void **state)
     kevo_free(msg);
 }
 
-/* Searches recorded on an H100 (bench/results/2026-11-22-h100-replay/, by
- * tools/replay-gpu.sh) replay here, without a GPU, to the same rows: the controller still
- * makes the decisions it made there. A deliberate change to the search breaks this test;
- * record the archive again with tools/replay-gpu.sh on a GPU then. */
+/* Searches recorded on an H100 replay here, without a GPU or a network, to the same rows:
+ * the controller still makes the decisions it made there, and builds the same prompts
+ * from the same records (with the templates and playbook of the time, kept with the
+ * results, so editing prompts/ does not break this). bench/results/2026-11-22-h100-replay/
+ * (tools/replay-gpu.sh): by budget and by the clock; .../2026-11-22-h100-llm-scripted/
+ * (tools/llm-scripted-gpu.sh): 52 LLM calls, up to 2 in flight. A deliberate change to the
+ * search or to how prompts are built breaks this test: record the archives again on a
+ * GPU with those scripts. */
 static void test_replay_h100_archive(void **state)
 {
     char db[600], cmd[1400], *msg = NULL;
@@ -304,6 +308,26 @@ static void test_replay_h100_archive(void **state)
         json_decref(r);
         kevo_free(msg);
     }
+#define LLM_RESULTS "bench/results/2026-11-22-h100-llm-scripted"
+    snprintf(db, sizeof db, "%s/h100-llm.db", dir);
+    snprintf(cmd, sizeof cmd, "cp " LLM_RESULTS "/archive.db '%s'", db);
+    assert_int_equal(system(cmd), 0);
+    struct kevo_run_opts o;
+    char *out = NULL;
+    kevo_run_opts_default(&o);
+    o.archive = db;
+    o.replay = 1;
+    o.prompts_dir = LLM_RESULTS "/prompts";
+    o.playbook_dir = LLM_RESULTS "/playbook";
+    if (kevo_run(NULL, &o, NULL, NULL, NULL, NULL, &out, &msg) != KEVO_OK)
+        fail_msg("replay of the H100 LLM run: %s", msg ? msg : "?");
+    r = json_loads(out, 0, NULL);
+    json_t *rp = json_object_get(r, "replay");
+    assert_true(json_is_true(json_object_get(rp, "identical")));
+    assert_int_equal(json_integer_value(json_object_get(rp, "llm_calls")), 52);
+    json_decref(r);
+    kevo_free(out);
+    kevo_free(msg);
 }
 
 /* Evaluations stored per candidate of run 1 in db: every done candidate exactly one. */
