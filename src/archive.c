@@ -1011,6 +1011,17 @@ enum kevo_status kevo_archive_cand_get(struct kevo_archive *a, int64_t id,
 
 /* ---- queries the search makes every step ---- */
 
+/* arr (n == *cap elements of size) with room for more: the new array, or NULL (out of
+ * memory; arr is unchanged). */
+static void *grow(void *arr, int *cap, size_t size)
+{
+    int c = *cap ? 2 * *cap : 16;
+    void *p = *cap < INT_MAX / 2 ? kevo_reallocarray(arr, (size_t)c, size) : NULL;
+    if (p)
+        *cap = c;
+    return p;
+}
+
 /* Append the int64 column 0 of every remaining row of s to a growing array. */
 static enum kevo_status collect_ids(struct kevo_archive *a, sqlite3_stmt *s, int64_t **ids,
                                     int *n)
@@ -1023,12 +1034,10 @@ static enum kevo_status collect_ids(struct kevo_archive *a, sqlite3_stmt *s, int
         if (st != KEVO_OK)
             break;
         if (*n == cap) {
-            int64_t *p = cap < INT_MAX / 2 ? kevo_reallocarray(*ids, (size_t)(cap ? 2 * cap : 64),
-                                                               sizeof *p) : NULL;
+            int64_t *p = grow(*ids, &cap, sizeof *p);
             if (!p)
                 return fail(a, KEVO_ERR_NOMEM, "listing candidates: out of memory");
             *ids = p;
-            cap = cap ? 2 * cap : 64;
         }
         (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
     }
@@ -1380,14 +1389,12 @@ enum kevo_status kevo_archive_llm_rows(struct kevo_archive *a, int64_t run,
     st = bound(a, &b);
     while (st == KEVO_OK && (st = step_row(a, b.s, "listing LLM calls")) == KEVO_OK) {
         if (*n == cap) {
-            struct kevo_llm_row *p = cap < INT_MAX / 2
-                ? kevo_reallocarray(*rows, (size_t)(cap ? 2 * cap : 16), sizeof *p) : NULL;
+            struct kevo_llm_row *p = grow(*rows, &cap, sizeof *p);
             if (!p) {
                 st = fail(a, KEVO_ERR_NOMEM, "listing LLM calls: out of memory");
                 break;
             }
             *rows = p;
-            cap = cap ? 2 * cap : 16;
         }
         st = llm_row_fill(a, b.s, &(*rows)[(*n)++]);
     }
@@ -1419,14 +1426,12 @@ enum kevo_status kevo_archive_steps(struct kevo_archive *a, int64_t run, struct 
     st = bound(a, &b);
     while (st == KEVO_OK && (st = step_row(a, b.s, "reading the step log")) == KEVO_OK) {
         if (*n == cap) {
-            struct kevo_step *p = cap < INT_MAX / 2
-                ? kevo_reallocarray(*steps, (size_t)(cap ? 2 * cap : 64), sizeof *p) : NULL;
+            struct kevo_step *p = grow(*steps, &cap, sizeof *p);
             if (!p) {
                 st = fail(a, KEVO_ERR_NOMEM, "reading the step log: out of memory");
                 break;
             }
             *steps = p;
-            cap = cap ? 2 * cap : 64;
         }
         struct kevo_step *x = &(*steps)[(*n)++];
         x->step = sqlite3_column_int64(b.s, 0);
