@@ -31,6 +31,7 @@ void kevo_llm_call_free(struct kevo_llm_call *c)
     kevo_free(c->system);
     kevo_free(c->user);
     kevo_free(c->parent_text);
+    kevo_free(c->carrier);
     kevo_llm_reply_clear(&c->reply);
     kevo_free(c);
 }

@@ -42,6 +42,9 @@ struct kevo_llm_call {
     char prompt_hash[KEVO_HASH_HEX];  /* model + prompt + sampling parameters */
     char plan_hash[KEVO_HASH_HEX];    /* plan's second call: the first call's prompt hash */
     int64_t sub;                      /* its place among the session's submissions (from 1) */
+    void *carrier;                    /* the owner's memory for delivering it (allocated when
+                                         submitted, so delivery cannot fail); kevo_free'd
+                                         with the call */
     int from_cache;                   /* answered from the archive's response cache */
     struct kevo_llm_reply reply;
     double cost;

@@ -17,9 +17,14 @@
 #include "mem.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef KEVO_SOURCE_DIR
+#define KEVO_SOURCE_DIR "."
+#endif
 
 struct kevo_replay {
     int64_t of;                        /* the original run */
@@ -166,8 +171,11 @@ enum kevo_status kevo_replay_opts(struct runctx *r)
     e->llm_concurrency = (int)cfg_i(r, "llm_concurrency");
     e->offline = json_is_true(json_object_get(r->cfg, "offline"));
     e->holdout_tries = (int)cfg_i(r, "holdout_tries");
-    e->prompts_dir = e->prompts_dir ? e->prompts_dir : pd;   /* this session's may differ */
-    e->playbook_dir = e->playbook_dir ? e->playbook_dir : bd;
+    /* this session's may differ; else the original's, else the tree's (never the
+     * environment of the replay's shell: the original's was recorded when it was set) */
+    e->prompts_dir = e->prompts_dir ? e->prompts_dir : pd ? pd : KEVO_SOURCE_DIR "/prompts";
+    e->playbook_dir = e->playbook_dir ? e->playbook_dir : bd ? bd
+                                                             : KEVO_SOURCE_DIR "/docs/playbook";
     e->time_s = 0;   /* the original's clock stops it (report "stop"), not ours */
     e->n_gpus = 0;
     e->gpus = NULL;
@@ -333,7 +341,8 @@ static enum kevo_status llm_step(struct runctx *r, int64_t orig, struct job **ou
     c->reply.tokens_out = w->tokens_out;
     c->from_cache = strncmp(orig_status(w), "cached", 6) == 0;
     c->cost = w->cost;   /* settled as the original was: the cap decides the same */
-    j = kevo_calloc(1, sizeof *j);
+    j = c->carrier;      /* allocated when it was submitted */
+    c->carrier = NULL;
     if (!j || (w->reply && !c->reply.text)) {
         kevo_free(j);
         kevo_llm_call_free(c);

@@ -702,7 +702,9 @@ static enum kevo_status search_loop(struct runctx *r)
         if (st || (r->inflight == 0 && r->llm_outstanding == 0))
             break;
         if (r->replay && r->stop && *r->stop) {   /* the user stopped the replay: at once */
-            check_stop(r, 1);
+            r->reason = "interrupted";   /* even after another reason: no gate, stopped */
+            r->stop_step = r->step;
+            r->stop_waiting = 1;
             break;
         }
         struct job *j = NULL;

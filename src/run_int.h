@@ -117,7 +117,9 @@ struct runctx {
     struct hashset llm_asked;      /* prompts asked in this session */
     struct hashset llm_dry;        /* prompts whose answer brought nothing new: not asked
                                       again in this session */
+    struct hashset llm_unusable;   /* prompts that got an unusable reply (twice: dry) */
     int64_t llm_submitted;         /* calls submitted in this session (refused ones too) */
+    int llm_failed;                /* calls in a row the provider failed */
     /* the step log: every job the controller takes from the done queue is one step */
     int64_t step;                  /* steps handled in this session */
     int64_t cur_step;              /* the step being handled; 0 between steps */

@@ -25,6 +25,7 @@
 #define LLM_MAX_TOKENS 8192
 #define SIBLINGS 8
 #define LLM_IDLE_MAX 3                 /* calls with nothing new before waiting for a result */
+#define LLM_FAIL_MAX 5                 /* failed calls in a row before giving up on them */
 #define KEVO_ERR_BUSY_LLM KEVO_ERR_TOOBIG   /* the cap's reserves are taken: not now */
 
 /* ---- set-up ---- */
@@ -32,8 +33,9 @@
 static void on_done(void *user, struct kevo_llm_call *call)
 {
     struct runctx *r = user;
-    struct job *j = kevo_calloc(1, sizeof *j);
-    if (!j) {   /* out of memory on a proposer thread: the reply is lost, the run goes on */
+    struct job *j = call->carrier;   /* allocated at submit: a reply is never lost */
+    call->carrier = NULL;
+    if (!j && !(j = kevo_calloc(1, sizeof *j))) {   /* not submitted by submit(): a bug */
         kevo_llm_call_free(call);
         return;
     }
@@ -148,8 +150,10 @@ void kevo_run_llm_stop(struct runctx *r)
     r->llm = NULL;
     kevo_free(r->llm_asked.h);
     kevo_free(r->llm_dry.h);
+    kevo_free(r->llm_unusable.h);
     memset(&r->llm_asked, 0, sizeof r->llm_asked);
     memset(&r->llm_dry, 0, sizeof r->llm_dry);
+    memset(&r->llm_unusable, 0, sizeof r->llm_unusable);
     for (int i = 0; r->models && i < r->n_models; i++)
         kevo_llm_model_clear(&r->models[i]);
     kevo_free(r->models);
@@ -400,6 +404,10 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     char hash[KEVO_HASH_HEX];
     enum kevo_llm_op op = c->op;
     memcpy(hash, c->prompt_hash, sizeof hash);
+    if (!(c->carrier = kevo_calloc(1, sizeof(struct job)))) {
+        kevo_llm_call_free(c);
+        return KEVO_ERR_NOMEM;
+    }
     st = kevo_llmops_submit(r->llm, c);
     if (st == KEVO_ERR_TOOBIG) {
         if (r->replay && !unbooked)   /* the original made this call: the cap did not refuse */
@@ -637,7 +645,11 @@ static enum kevo_status plan_code(struct runctx *r, const struct kevo_llm_call *
         nothing_new(r, c);
         return KEVO_OK;
     }
-    return st == KEVO_ERR_BUSY_LLM ? KEVO_OK : st;   /* over the cap: the plan is dropped */
+    if (st == KEVO_ERR_BUSY_LLM) {   /* over the cap: the plan is dropped, nothing came of it */
+        r->llm_idle++;
+        return KEVO_OK;
+    }
+    return st;
 }
 
 enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
@@ -651,15 +663,20 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
 
     kevo_llmops_settle(r->llm, c);   /* its cost counts from this step on */
     if (strcmp(c->reply.status, "ok") != 0) {
-        /* a failed call brings nothing new either: a provider that keeps failing must
-         * not be called in a loop (each call already retried within its limits) */
+        /* each call already retried within its limits; a provider that still fails
+         * LLM_FAIL_MAX times in a row is given up on for the session */
         kevo_llmops_model_result(r->llm, c->model, 0, 0);
-        r->llm_idle++;
+        if (++r->llm_failed >= LLM_FAIL_MAX && !r->llm_refused) {
+            r->llm_refused = 1;
+            kevo_run_event(r, json_pack("{s:s, s:s, s:i}", "event", "llm", "status",
+                                        "given_up", "failed_in_a_row", r->llm_failed));
+        }
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s?}", "event", "llm", "status",
                                     c->reply.status, "op", kevo_llmop_names[c->op], "message",
                                     c->reply.error));
         return record_call(r, c, 0, c->reply.status, r->cur_step);
     }
+    r->llm_failed = 0;
     if (r->reason || r->n_done + r->inflight >= r->budget)   /* too late: the budget is spent */
         return record_call(r, c, 0, "unused: the budget was spent", r->cur_step);
     if (c->op == KEVO_LLMOP_PLAN && c->phase == 0) {
@@ -670,7 +687,8 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
                           c->parent_text ? strlen(c->parent_text) : 0, &text, &len, &form, &why);
     if (st == KEVO_ERR_PARSE) {
         r->llm_idle++;
-        mark_dry(r, c);
+        if (hs_put(&r->llm_unusable, c->prompt_hash))   /* twice: it is the prompt */
+            mark_dry(r, c);
         snprintf(status, sizeof status, "unusable: %s", why ? why : "?");
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "unusable",
                                     "op", kevo_llmop_names[c->op], "message", why ? why : "?"));

@@ -476,6 +476,39 @@ static void test_same_answer_does_not_loop(void **state)
     json_decref(r);
 }
 
+/* A provider that keeps refusing (400, not retried): given up on after 5 failed calls in
+ * a row; the run goes on with the other operators to its end. */
+static void test_failing_provider_given_up(void **state)
+{
+    static const struct step bad[] = { { 400, NULL, "{\"error\":{\"message\":\"bad\"}}", 0, 0,
+                                         0 } };
+    struct kevo_run_opts o;
+    char archive[512], model[128];
+    const char *models[1];
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    struct fake *f = fake_start(bad, 1);
+    opts(&o, archive, models, model, f->port);
+    snprintf(archive, 512, "%s/failing.db", dir);
+    o.budget = 30;
+    o.llm_concurrency = 2;
+    events_json = json_array();
+    json_t *r = run(&o);
+    fake_stop(f);
+    double calls = q1(archive, "SELECT count(*) FROM llm_calls", 0);
+    print_message("[ failing  ] %s after %.0f failed calls\n",
+                  json_string_value(json_object_get(r, "reason")), calls);
+    assert_true(calls >= 5 && calls <= 6);   /* 5 in a row, and one still in flight */
+    char *ev = json_dumps(events_json, 0);
+    assert_non_null(strstr(ev, "given_up"));
+    free(ev);
+    json_decref(events_json);
+    events_json = NULL;
+    assert_string_not_equal(json_string_value(json_object_get(r, "reason")), "?");
+    json_decref(r);
+}
+
 /* Calls in flight together come back in whatever order their threads finish; the
  * replay matches each with the original's call of the same place in the session. */
 static void test_replay_concurrent(void **state)
@@ -517,6 +550,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_answer_does_not_loop),
         cmocka_unit_test(test_replay_concurrent),
+        cmocka_unit_test(test_failing_provider_given_up),
         cmocka_unit_test(test_generate_fix_improve),
         cmocka_unit_test(test_cost_cap),
     };
