@@ -983,6 +983,7 @@ static enum kevo_status cand_fill(struct kevo_archive *a, sqlite3_stmt *s,
     out->created = sqlite3_column_double(s, 19);
     out->finished = sqlite3_column_double(s, 20);     /* NULL (pending): 0 */
     out->step = sqlite3_column_int64(s, 21);
+    out->improved = sqlite3_column_int(s, 22);
     return KEVO_OK;
 }
 

@@ -110,6 +110,7 @@ struct kevo_cand_rec {
     char *metrics_json;                /* per-workload metrics and resources */
     double created, finished;          /* Unix seconds; finished 0 while pending */
     int64_t step;                      /* its verdict's step in the run's log; 0: none */
+    int improved;                      /* ok and faster than its (ok) first parent */
 };
 void kevo_archive_cand_clear(struct kevo_cand_rec *c);
 

@@ -25,7 +25,8 @@ enum stmt_id {
 #define CAND_COLS                                                                        \
     "id, run_id, coalesce(parent1, 0), coalesce(parent2, 0), source_hash, key, op,"      \
     " params_json, flags_json, descriptors_json, island, cell, generation, state,"       \
-    " verdict, score, sol_fraction, speedup, metrics_json, created, finished, coalesce(step, 0)"
+    " verdict, score, sol_fraction, speedup, metrics_json, created, finished, coalesce(step, 0),"     \
+    " improved"
 
 /* The SQL of each statement (prepared once per handle). */
 extern const char *const kevo_archive_stmt_sql[S_COUNT];

@@ -365,6 +365,30 @@ enum kevo_status kevo_run_record(struct runctx *r, struct kevo_genome *g, const 
     return st;
 }
 
+/* The search's index of operator `name` (the LLM ones included); -1 for seeds. */
+static int op_index(const struct runctx *r, const char *name)
+{
+    for (int i = 0; i < r->n_ops; i++)
+        if (strcmp(r->ops[i]->name, name) == 0)
+            return i;
+    for (int i = 0; r->llm && i < KEVO_LLMOP_COUNT; i++)
+        if (strcmp(kevo_llmop_names[i], name) == 0)
+            return r->op_base + i;
+    return -1;
+}
+
+/* Candidate id's score when it is ok; else (or id 0) 0. */
+static double ok_score(struct runctx *r, int64_t id)
+{
+    struct kevo_cand_rec c;
+    double s = 0;
+    memset(&c, 0, sizeof c);
+    if (id && kevo_archive_cand_get(r->ar, id, &c) == KEVO_OK && strcmp(c.verdict, "ok") == 0)
+        s = c.score;
+    kevo_archive_cand_clear(&c);
+    return s;
+}
+
 /* A job for an archived pending candidate (sent again: it has no verdict yet). */
 static enum kevo_status pending_job(struct runctx *r, int64_t id, struct job **out)
 {
@@ -389,14 +413,9 @@ static enum kevo_status pending_job(struct runctx *r, int64_t id, struct job **o
     if (!st) {
         j->id = id;
         j->island = c.island >= 0 && c.island < kevo_search_islands(r->s) ? c.island : 0;
-        j->op = -1;
+        j->op = op_index(r, c.op);
         j->model = -1;
-        for (int i = 0; i < r->n_ops; i++)
-            if (strcmp(r->ops[i]->name, c.op) == 0)
-                j->op = i;
-        for (int i = 0; r->llm && i < KEVO_LLMOP_COUNT; i++)
-            if (strcmp(kevo_llmop_names[i], c.op) == 0)
-                j->op = r->op_base + i;
+        j->parent_score = ok_score(r, c.parent1);   /* judged as when it was proposed */
         snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
                  (long long)id, r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
         *out = j;
@@ -912,12 +931,9 @@ static enum kevo_status rebuild(struct runctx *r)
         if (st)
             break;
         int ok = strcmp(c.verdict, "ok") == 0 && c.score > 0;
-        int op = -1;
-        for (int k = 0; k < r->n_ops; k++)
-            if (strcmp(r->ops[k]->name, c.op) == 0)
-                op = k;
+        int op = op_index(r, c.op);
         kevo_search_op_proposed(r->s, op);
-        kevo_search_op_result(r->s, op, ok, 0);
+        kevo_search_op_result(r->s, op, ok, c.improved);
         r->n_done++;
         r->n_ok += ok;
         if (ok && c.cell >= 0 && kevo_search_place(r->s, c.island, c.cell, c.id, c.score))

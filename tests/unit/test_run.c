@@ -403,6 +403,26 @@ static void test_resume_after_sigkill(void **state)
     assert_int_equal(json_integer_value(json_object_get(r, "evaluations")), 30);
     check_once(db, &done_after);
     assert_int_equal(done_after, 30);
+    /* the operators' record was recounted from the archive, "improved" included (what
+     * the search weighs operators by): the same as the archive's own count */
+    char *js = NULL, *m2 = NULL;
+    assert_int_equal(kevo_runs_json(db, 1, &js, &m2), KEVO_OK);
+    json_t *doc = json_loads(js, 0, NULL), *ops = json_object_get(doc, "operators"), *v;
+    const char *name;
+    int compared = 0;
+    json_object_foreach(ops, name, v) {
+        if (strcmp(name, "seed") == 0)   /* no parent: the search counts it, the archive not */
+            continue;
+        json_t *mine = json_object_get(json_object_get(r, "operators"), name);
+        assert_non_null(mine);
+        assert_int_equal(json_integer_value(json_object_get(mine, "improved")),
+                         json_integer_value(json_object_get(v, "improved")));
+        compared++;
+    }
+    assert_true(compared >= 2);
+    json_decref(doc);
+    kevo_free(js);
+    kevo_free(m2);
     json_decref(r);
     kevo_free(out);
     kevo_free(msg);
