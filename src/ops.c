@@ -35,25 +35,62 @@ static enum kevo_status try_child(const struct kevo_op_ctx *c, const struct kevo
     return KEVO_ERR_NOTFOUND;
 }
 
-/* Move one param (geometry ones when *want_geo is 1, the others when 0, any when -1). */
-static enum kevo_status edit_param(const struct kevo_op_ctx *c, struct kevo_genome *g, void *arg)
+/* Param i to another value: a neighbour (small steps refine) or anywhere (big ones
+ * escape). */
+static void move_param(const struct kevo_op_ctx *c, struct kevo_genome *g, int i)
 {
-    int want = *(int *)arg, idx[64], n = 0;
-
-    for (int i = 0; i < g->n_params && n < 64; i++)
-        if (g->n_values[i] > 1 && (want < 0 || g->geometry[i] == want))
-            idx[n++] = i;
-    if (!n)
-        return KEVO_ERR_NOTFOUND;
-    int i = idx[kevo_rng_below(c->rng, n)], nv = g->n_values[i], cur = g->choice[i], to;
-    if (kevo_rng_unit(c->rng) < 0.5) {   /* a neighbour: small steps refine */
+    int nv = g->n_values[i], cur = g->choice[i], to;
+    if (kevo_rng_unit(c->rng) < 0.5) {
         to = cur + (kevo_rng_below(c->rng, 2) ? 1 : -1);
         to = to < 0 ? 1 : to >= nv ? nv - 2 : to;
-    } else {                              /* anywhere: big steps escape */
+    } else {
         to = (cur + 1 + kevo_rng_below(c->rng, nv - 1)) % nv;
     }
     g->choice[i] = to;
+}
+
+/* The params that can move (geometry ones when want is 1, the others when 0, any when
+ * -1) into idx[64]; how many. */
+static int movable(const struct kevo_genome *g, int want, int idx[64])
+{
+    int n = 0;
+    for (int i = 0; i < g->n_params && n < 64; i++)
+        if (g->n_values[i] > 1 && (want < 0 || g->geometry[i] == want))
+            idx[n++] = i;
+    return n;
+}
+
+/* Move one param (*arg as movable's want). */
+static enum kevo_status edit_param(const struct kevo_op_ctx *c, struct kevo_genome *g, void *arg)
+{
+    int idx[64], n = movable(g, *(int *)arg, idx);
+    if (!n)
+        return KEVO_ERR_NOTFOUND;
+    move_param(c, g, idx[kevo_rng_below(c->rng, n)]);
     return KEVO_OK;
+}
+
+/* Move two params at once: tile shapes and the like are often only faster together
+ * (a 64x64 tile beats 32x32, but 64x32 and 32x64 lose to both), a valley that moves of
+ * one param cannot cross. */
+static enum kevo_status edit_pair(const struct kevo_op_ctx *c, struct kevo_genome *g, void *arg)
+{
+    int idx[64], n = movable(g, -1, idx);
+    (void)arg;
+    if (n < 2)
+        return KEVO_ERR_NOTFOUND;
+    int a = kevo_rng_below(c->rng, n), b = kevo_rng_below(c->rng, n - 1);
+    b += b >= a;   /* another one */
+    move_param(c, g, idx[a]);
+    move_param(c, g, idx[b]);
+    return KEVO_OK;
+}
+
+static enum kevo_status op_pair(const struct kevo_op_ctx *c, const struct kevo_genome *p1,
+                                const struct kevo_genome *p2, struct kevo_genome *out)
+{
+    (void)p2;
+    return try_child(c, p1, out, edit_pair, NULL);
 }
 
 static enum kevo_status op_param(const struct kevo_op_ctx *c, const struct kevo_genome *p1,
@@ -171,8 +208,9 @@ static const struct kevo_operator param = { "param", 1, 1.0, op_param };
 static const struct kevo_operator geometry = { "geometry", 1, 1.0, op_geometry };
 static const struct kevo_operator flags = { "flags", 1, 0.5, op_flags };
 static const struct kevo_operator crossover = { "crossover", 2, 0.5, op_crossover };
+static const struct kevo_operator pair = { "pair", 1, 0.75, op_pair };
 static const struct kevo_operator *const builtin[] = { &sweep, &param, &geometry, &flags,
-                                                        &crossover };
+                                                        &crossover, &pair };
 
 const struct kevo_operator *const *kevo_ops_builtin(int *n)
 {

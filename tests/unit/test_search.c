@@ -257,6 +257,36 @@ static void test_sweep_covers_each_param_once(void **state)
     kevo_genome_clear(&g);
 }
 
+/* pair moves exactly two params; with one movable param it has nothing to offer. */
+static void test_pair_moves_two(void **state)
+{
+    int n_ops;
+    const struct kevo_operator *const *ops = kevo_ops_builtin(&n_ops);
+    const struct kevo_operator *pair = NULL;
+    struct kevo_rng rng = { 7 };
+    struct seen seen = { .n = 0 };
+    struct kevo_op_ctx c = { &rng, seen_fn, &seen };
+    struct kevo_genome g, child;
+    (void)state;
+    for (int i = 0; i < n_ops; i++)
+        if (strcmp(ops[i]->name, "pair") == 0)
+            pair = ops[i];
+    assert_non_null(pair);
+    genome(&g, CAND);
+    assert_true(g.n_params == 2);
+    for (int k = 0; k < 20; k++) {
+        assert_int_equal(pair->propose(&c, &g, NULL, &child), KEVO_OK);
+        int moved = 0;
+        for (int i = 0; i < g.n_params; i++)
+            moved += child.choice[i] != g.choice[i];
+        assert_int_equal(moved, 2);
+        kevo_genome_clear(&child);
+    }
+    g.n_values[1] = 1;   /* one movable param left */
+    assert_int_equal(pair->propose(&c, &g, NULL, &child), KEVO_ERR_NOTFOUND);
+    kevo_genome_clear(&g);
+}
+
 static void test_reference_as_candidate(void **state)
 {
     char *t = NULL, *m = NULL;
@@ -283,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_grid_migration_and_parents),
         cmocka_unit_test(test_operator_weights),
         cmocka_unit_test(test_sweep_covers_each_param_once),
+        cmocka_unit_test(test_pair_moves_two),
         cmocka_unit_test(test_reference_as_candidate),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
