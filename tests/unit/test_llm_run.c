@@ -252,6 +252,21 @@ static char *rows_of(const char *db, int64_t run)
     return out;
 }
 
+/* The replay (its report rep) reproduced run `of` row by row, and said so; must_have,
+ * when set, is in the rows. Their length. */
+static size_t assert_same_rows(const char *db, int64_t of, json_t *rep, const char *must_have)
+{
+    assert_true(json_is_true(json_object_get(json_object_get(rep, "replay"), "identical")));
+    char *a = rows_of(db, of), *b = rows_of(db, json_integer_value(json_object_get(rep, "run")));
+    assert_string_equal(a, b);
+    if (must_have)
+        assert_non_null(strstr(a, must_have));
+    size_t n = strlen(a);
+    free(a);
+    free(b);
+    return n;
+}
+
 static json_t *replay(const char *archive, int64_t of, const char *prompts, enum kevo_status want,
                       char **msg)
 {
@@ -336,14 +351,8 @@ static void test_generate_fix_improve(void **state)
                   (long long)json_integer_value(json_object_get(r, "run")),
                   json_is_true(json_object_get(rp, "identical")) ? "identical" : "differs",
                   (int)json_integer_value(json_object_get(rp, "steps")));
-    assert_true(json_is_true(json_object_get(rp, "identical")));
     assert_true(json_integer_value(json_object_get(rp, "steps")) >= 14);
-    char *a = rows_of(archive, first);
-    char *b = rows_of(archive, json_integer_value(json_object_get(r, "run")));
-    assert_string_equal(a, b);
-    assert_true(strlen(a) > 1000);
-    free(a);
-    free(b);
+    assert_true(assert_same_rows(archive, first, r, NULL) > 1000);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM llm_calls WHERE run_id = %d AND (cost <> 0 "
              "OR status NOT LIKE 'replay: %%')",
              (int)json_integer_value(json_object_get(r, "run")));
@@ -388,13 +397,7 @@ static void test_generate_fix_improve(void **state)
     int64_t off = json_integer_value(json_object_get(r, "run"));
     json_decref(r);
     r = replay(archive, off, NULL, KEVO_OK, &msg);
-    assert_true(json_is_true(json_object_get(json_object_get(r, "replay"), "identical")));
-    a = rows_of(archive, off);
-    b = rows_of(archive, json_integer_value(json_object_get(r, "run")));
-    assert_string_equal(a, b);
-    assert_non_null(strstr(a, "not_cached"));
-    free(a);
-    free(b);
+    assert_same_rows(archive, off, r, "not_cached");
     json_decref(r);
 }
 
@@ -424,12 +427,7 @@ static void test_cost_cap(void **state)
     int64_t of = json_integer_value(json_object_get(r, "run"));
     json_decref(r);
     r = replay(archive, of, NULL, KEVO_OK, &msg);
-    assert_true(json_is_true(json_object_get(json_object_get(r, "replay"), "identical")));
-    char *a = rows_of(archive, of), *b = rows_of(archive, json_integer_value(json_object_get(r,
-                                                                                "run")));
-    assert_string_equal(a, b);
-    free(a);
-    free(b);
+    assert_same_rows(archive, of, r, NULL);
     kevo_free(msg);
     json_decref(r);
     /* a cap with a model that has no price refuses to start, naming it */
@@ -535,12 +533,7 @@ static void test_replay_concurrent(void **state)
         print_message("[ conc     ] %d LLM calls, 4 in flight: %s\n",
                       (int)json_integer_value(json_object_get(rp, "llm_calls")),
                       json_is_true(json_object_get(rp, "identical")) ? "identical" : "differs");
-        assert_true(json_is_true(json_object_get(rp, "identical")));
-        char *a = rows_of(archive, of), *b = rows_of(archive, json_integer_value(json_object_get(r,
-                                                                                  "run")));
-        assert_string_equal(a, b);
-        free(a);
-        free(b);
+        assert_same_rows(archive, of, r, NULL);
         json_decref(r);
     }
 }
