@@ -4,7 +4,8 @@
  * network. The controller is deterministic given the order of its steps (run.c,
  * search_loop), so the replay feeds the original's steps back in that order: each
  * evaluation step gets the original's recorded result for the candidate with the same
- * text, each LLM step the original's recorded reply to the same prompt. The controller
+ * text, each LLM step the original's recorded reply to its call of the same place in the
+ * session's submissions, which must have asked the same prompt. The controller
  * itself runs unchanged and must propose exactly what the original proposed and ask
  * exactly what it asked; where it does not, the replay stops with KEVO_ERR_DIVERGED
  * naming the step. At the end the two runs are compared row by row.
