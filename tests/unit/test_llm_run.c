@@ -283,6 +283,17 @@ static json_t *replay(const char *archive, int64_t of, const char *prompts, enum
     return r;
 }
 
+/* A fake model answering with fn, and the options of a run against it into dir/db. */
+static struct fake *fake_run(fake_respond_fn fn, struct kevo_run_opts *o, char *archive,
+                             const char **models, char *model, const char *db)
+{
+    struct fake *f = fake_start(NULL, 0);
+    f->respond = fn;
+    opts(o, archive, models, model, f->port);
+    snprintf(archive, 512, "%s/%s", dir, db);
+    return f;
+}
+
 /* ---- the tests ---- */
 
 static void test_generate_fix_improve(void **state)
@@ -293,9 +304,7 @@ static void test_generate_fix_improve(void **state)
     (void)state;
     if (!kevo_bin)
         skip();
-    struct fake *f = fake_start(NULL, 0);
-    f->respond = respond;
-    opts(&o, archive, models, model, f->port);
+    struct fake *f = fake_run(respond, &o, archive, models, model, "llm.db");
     o.budget = 14;
     setenv("OPENAI_API_KEY", SECRET, 1);   /* sent to the fake; never stored or shown */
     events_json = json_array();
@@ -409,10 +418,7 @@ static void test_cost_cap(void **state)
     (void)state;
     if (!kevo_bin)
         skip();
-    struct fake *f = fake_start(NULL, 0);
-    f->respond = respond;
-    opts(&o, archive, models, model, f->port);
-    snprintf(archive, 512, "%s/cap.db", dir);
+    struct fake *f = fake_run(respond, &o, archive, models, model, "cap.db");
     o.budget = 40;
     /* a call holds ~0.087 in reserve (8192 tokens out, a token per prompt byte) and costs
      * 0.002: calls go one at a time, and stop once 0.1 - spent is below a reserve */
@@ -462,10 +468,7 @@ static void test_same_answer_does_not_loop(void **state)
     (void)state;
     if (!kevo_bin)
         skip();
-    struct fake *f = fake_start(NULL, 0);
-    f->respond = respond_same;
-    opts(&o, archive, models, model, f->port);
-    snprintf(archive, 512, "%s/same.db", dir);
+    struct fake *f = fake_run(respond_same, &o, archive, models, model, "same.db");
     o.budget = 50;
     json_t *r = run(&o);
     fake_stop(f);
@@ -529,10 +532,9 @@ static void test_replay_concurrent(void **state)
     if (!kevo_bin)
         skip();
     for (int k = 0; k < 2; k++) {
-        struct fake *f = fake_start(NULL, 0);
-        f->respond = respond;
-        opts(&o, archive, models, model, f->port);
-        snprintf(archive, 512, "%s/conc%d.db", dir, k);
+        char db[32];
+        snprintf(db, sizeof db, "conc%d.db", k);
+        struct fake *f = fake_run(respond, &o, archive, models, model, db);
         o.budget = 12;
         o.llm_concurrency = 4;
         json_t *r = run(&o);
