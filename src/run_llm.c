@@ -364,14 +364,14 @@ static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
 }
 
 /* Live: the cache answers prompts of earlier sessions; a prompt asked again in this one
- * gets a fresh call (it would only give the same candidate again). Offline, it gets none.
- * 1: the call may go on. */
+ * gets a fresh call (the cache would only give the same candidate again), which an
+ * offline run may not make. 1: the call may go on. */
 static int live_source(struct runctx *r, struct kevo_llm_call *c)
 {
     int again = hs_put(&r->llm_asked, c->prompt_hash);
-    if (again && r->o->offline)
-        return 0;
-    return !((again || !from_cache(r, c)) && r->o->offline);
+    if (!again && from_cache(r, c))
+        return 1;
+    return !r->o->offline;
 }
 
 static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
