@@ -232,7 +232,8 @@ enum kevo_status kevo_replay_seeds(struct runctx *r)
             kevo_run_job_free(j);
         }
         if (st)
-            st = kevo_run_fail(r, st, "--replay %lld: its seed %lld: %s", (long long)r->replay->of,
+            st = kevo_run_fail(r, st, "--replay %lld: reading its candidate %lld for its seeds: %s",
+                               (long long)r->replay->of,
                                (long long)ids[i], m ? m : kevo_archive_errmsg(r->ar));
         kevo_free(m);
         kevo_free(text);
@@ -372,6 +373,17 @@ enum kevo_status kevo_replay_next(struct runctx *r, struct job **out)
     if (x->step != r->step + 1)
         return diverged(r, "the original's log has step %lld here", (long long)x->step);
     return x->kind == KEVO_STEP_EVAL ? eval_step(r, x->id, out) : llm_step(r, x->id, out);
+}
+
+enum kevo_status kevo_replay_done(struct runctx *r)
+{
+    const struct kevo_replay *p = r->replay;
+    if (p->next >= p->n_steps)
+        return KEVO_OK;
+    const struct kevo_step *x = &p->steps[p->next];
+    return diverged(r, "the replay had nothing left to evaluate or ask (%s), but the original "
+                    "went on with its %s %lld", r->reason ? r->reason : "exhausted",
+                    x->kind == KEVO_STEP_EVAL ? "candidate" : "LLM call", (long long)x->id);
 }
 
 const char *kevo_replay_stop(struct runctx *r, int waiting)

@@ -748,6 +748,8 @@ static enum kevo_status search_loop(struct runctx *r)
         r->reason = r->exhausted ? "exhausted" : "budget";
         r->stop_step = r->step;
     }
+    if (!st && r->replay && !(r->stop && *r->stop))   /* it must end where the original did */
+        st = kevo_replay_done(r);
     return st;
 }
 

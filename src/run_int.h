@@ -169,6 +169,9 @@ KEVO_NODISCARD enum kevo_status kevo_replay_seeds(struct runctx *r);
  * original stopped while waiting; KEVO_ERR_DIVERGED (with r->msg) when the replay has
  * nothing the step can be matched to. */
 KEVO_NODISCARD enum kevo_status kevo_replay_next(struct runctx *r, struct job **out);
+/* The search loop ended: KEVO_ERR_DIVERGED (naming the next step) when the original's
+ * log goes on. */
+KEVO_NODISCARD enum kevo_status kevo_replay_done(struct runctx *r);
 /* The original's stop reason, where it stopped at this step (waiting or not); else NULL. */
 const char *kevo_replay_stop(struct runctx *r, int waiting);
 /* A call about to be submitted: matched with the original's call of the same submission

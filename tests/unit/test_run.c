@@ -125,6 +125,61 @@ static int64_t replay_identical(const char *archive, int64_t of, json_t *orig)
     return id;
 }
 
+/* sql on the archive db (a raw connection: forging what kevo would not write). */
+static void raw_sql(const char *db, const char *sql)
+{
+    sqlite3 *s = NULL;
+    assert_int_equal(sqlite3_open_v2(db, &s, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    if (sqlite3_exec(s, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(s));
+    sqlite3_close(s);
+}
+
+/* Run `of` of archive, forged in copies: a record the replay cannot match is a divergence
+ * named by its step; a record from before the step log is refused with the reason. */
+static void replay_refusals(const char *archive, int64_t of)
+{
+    char db[600], cmd[1400], sql[300], *msg = NULL;
+    json_t *r = NULL;
+
+    snprintf(db, sizeof db, "%s.forged", archive);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", archive, db);
+    assert_int_equal(system(cmd), 0);
+    /* the seed's recorded result says mismatch: nothing grows from it, while the original's
+     * log goes on with the seed's children */
+    snprintf(sql, sizeof sql, "UPDATE evaluations SET result = '{\"verdict\":\"mismatch\"}'"
+             " WHERE kind = 'verify' AND cand_id = (SELECT min(id) FROM candidates WHERE"
+             " run_id = %lld)", (long long)of);
+    raw_sql(db, sql);
+    assert_int_equal(replay(db, of, &msg, &r), KEVO_ERR_DIVERGED);
+    assert_non_null(strstr(msg, "diverged at step 2: the replay had nothing left to evaluate"));
+    assert_non_null(strstr(msg, "but the original went on with its candidate"));
+    kevo_free(msg);
+    json_decref(r);
+    /* the original's second candidate has another text than the replay proposes there */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", archive, db);
+    assert_int_equal(system(cmd), 0);
+    snprintf(sql, sizeof sql, "UPDATE candidates SET key = (CASE WHEN substr(key, 1, 1) = '0' THEN '1'"
+             " ELSE '0' END) || substr(key, 2) WHERE id = (SELECT id"
+             " FROM candidates WHERE run_id = %lld AND step = 2)", (long long)of);
+    raw_sql(db, sql);
+    assert_int_equal(replay(db, of, &msg, &r), KEVO_ERR_DIVERGED);
+    assert_non_null(strstr(msg, "diverged at step 2: the original evaluated its candidate"));
+    assert_non_null(strstr(msg, "the replay had not proposed it"));
+    kevo_free(msg);
+    json_decref(r);
+    /* a report without the step log's entries: recorded by an older kevo */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", archive, db);
+    assert_int_equal(system(cmd), 0);
+    snprintf(sql, sizeof sql, "UPDATE runs SET result_json = json_remove(result_json, '$.stop')"
+             " WHERE id = %lld", (long long)of);
+    raw_sql(db, sql);
+    assert_int_equal(replay(db, of, &msg, &r), KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(msg, "it was recorded without a step log"));
+    kevo_free(msg);
+    json_decref(r);
+}
+
 static void test_finds_the_best_with_fewer_evaluations(void **state)
 {
     struct kevo_run_opts o;
@@ -154,6 +209,7 @@ static void test_finds_the_best_with_fewer_evaluations(void **state)
                         "ok");
     /* replayed: the same run, without workers; a replay is not resumed */
     int64_t rid = replay_identical(archive, id, r);
+    replay_refusals(archive, id);
     struct kevo_run_opts ro;
     char *rout = NULL, *rmsg = NULL;
     kevo_run_opts_default(&ro);
@@ -383,6 +439,12 @@ static void test_resume_after_sigkill(void **state)
     waitpid(pid, NULL, 0);
     assert_true(nd >= 4);
     kevo_archive_close(a);
+    /* killed: what it had in flight is lost, so it cannot be replayed */
+    char *kmsg = NULL;
+    json_t *kr = NULL;
+    assert_int_equal(replay(db, 1, &kmsg, &kr), KEVO_ERR_UNSUPPORTED);
+    assert_non_null(strstr(kmsg, "run 1 cannot be replayed: it has not finished, or it was killed"));
+    kevo_free(kmsg);
     check_once(db, &done_before);
     print_message("[ kill     ] after %lld verdicts\n", (long long)done_before);
     assert_true(done_before >= 4 && done_before < 30);
