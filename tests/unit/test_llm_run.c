@@ -252,6 +252,19 @@ static char *rows_of(const char *db, int64_t run)
     return out;
 }
 
+/* A copy of db at to, changed by sql (what kevo would never write). */
+static void forge(const char *db, const char *to, const char *sql)
+{
+    char cmd[1400];
+    sqlite3 *s = NULL;
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db, to);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(sqlite3_open_v2(to, &s, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    if (sqlite3_exec(s, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(s));
+    sqlite3_close(s);
+}
+
 /* The replay (its report rep) reproduced run `of` row by row, and said so; must_have,
  * when set, is in the rows. Their length. */
 static size_t assert_same_rows(const char *db, int64_t of, json_t *rep, const char *must_have)
@@ -386,6 +399,25 @@ static void test_generate_fix_improve(void **state)
     /* a run that cannot be replayed says why */
     r = replay(archive, 999, NULL, KEVO_ERR_NOTFOUND, &msg);
     assert_non_null(strstr(msg, "--replay 999"));
+    kevo_free(msg);
+    json_decref(r);
+    /* forged originals (copies): a call it never made; calls recorded without their order */
+    char forged[600], sql2[300];
+    snprintf(forged, sizeof forged, "%s.forged", archive);
+    snprintf(sql2, sizeof sql2, "DELETE FROM llm_calls WHERE run_id = %lld AND submitted = "
+             "(SELECT max(submitted) FROM llm_calls WHERE run_id = %lld)", (long long)first,
+             (long long)first);
+    forge(archive, forged, sql2);
+    r = replay(forged, first, NULL, KEVO_ERR_DIVERGED, &msg);
+    print_message("[ replay   ] forged: %s\n", msg);
+    assert_non_null(strstr(msg, "was made where the original made none"));
+    kevo_free(msg);
+    json_decref(r);
+    snprintf(sql2, sizeof sql2, "UPDATE llm_calls SET submitted = NULL WHERE run_id = %lld",
+             (long long)first);
+    forge(archive, forged, sql2);
+    r = replay(forged, first, NULL, KEVO_ERR_UNSUPPORTED, &msg);
+    assert_non_null(strstr(msg, "recorded without their order"));
     kevo_free(msg);
     json_decref(r);
 
