@@ -1,4 +1,5 @@
-# kevo: one plain GNU Makefile. Objects go to build/; every src/*.c is part of libkevo,
+# kevo: one plain GNU Makefile. Objects go to build/; every src/*/*.c is part of libkevo
+# (src/base, src/core, src/worker, src/ctl: docs/internals/architecture.md),
 # every tests/unit/test_*.c is one cmocka test program linked against it, and
 # tests/emul/harness_emul.cpp runs the verification kernels of kernels/harness.cu on the
 # host (C++20 for std::barrier) against verify.c.
@@ -13,7 +14,8 @@ CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BU
 LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp -lcrypto \
            -lsqlite3 -lcurl -ldl -lpthread -lm
 
-SRCS    ?= $(wildcard src/*.c)
+SRCS    ?= $(wildcard src/*/*.c)
+HDRS    := $(wildcard src/*/*.h)
 OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
 KERNELS := $(wildcard kernels/*.cu kernels/*.c)
 KGEN    := $(patsubst kernels/%,$(BUILD)/gen/%.inc,$(KERNELS))
@@ -37,7 +39,7 @@ $(BUILD)/embed: tools/embed.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) -O2 $< -o $@
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) include/kevo.h $(KGEN)
+$(BUILD)/obj/%.o: src/%.c $(HDRS) include/kevo.h $(KGEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -97,8 +99,8 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	@mkdir -p $(BUILD)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined $(CSTD) -Iinclude -Isrc -I$(CUDA)/include \
-	    tests/fuzz/fuzz_task.c src/mem.c src/buf.c src/log.c src/expr.c src/task.c \
-	    src/task_check.c -o $(BUILD)/fuzz_task
+	    tests/fuzz/fuzz_task.c src/base/mem.c src/base/buf.c src/base/log.c src/core/expr.c \
+	    src/core/task.c src/core/task_check.c -o $(BUILD)/fuzz_task
 	@mkdir -p $(BUILD)/fuzz-corpus
 	UBSAN_OPTIONS=halt_on_error=1 $(BUILD)/fuzz_task -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=8192 -timeout=10 $(BUILD)/fuzz-corpus tests/fuzz/corpus

@@ -9,8 +9,8 @@
  * KEVO_ARCHIVE_SYNC=full (an fsync per commit) on a smaller archive.
  * Usage: bench_archive [N] [DIR]   (DIR: where the files go; default a new /tmp dir)
  */
-#include "archive.h"
-#include "mem.h"
+#include "ctl/archive.h"
+#include "base/mem.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,11 +5,11 @@
  * A benchmark, not a test: it prints medians; targets are in bench/README.md.
  * Usage: bench_compile FILE.cu ENTRY [N]
  */
-#include "backend.h"
-#include "buf.h"
-#include "mem.h"
-#include "nvrtc_cache.h"
-#include "rtc.h"
+#include "worker/backend.h"
+#include "base/buf.h"
+#include "base/mem.h"
+#include "worker/nvrtc_cache.h"
+#include "worker/rtc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,9 +4,9 @@
  * plain launch+sync and a poison fill+sync, so the overhead of the protocol is visible.
  * A benchmark, not a test. Usage: bench_sample [N]
  */
-#include "backend.h"
-#include "buf.h"
-#include "mem.h"
+#include "worker/backend.h"
+#include "base/buf.h"
+#include "base/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>

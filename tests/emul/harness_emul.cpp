@@ -15,9 +15,9 @@
 #include "harness.cu"
 
 extern "C" {
-#include "backend_cuda.h"
-#include "dtype_conv.h"
-#include "verify.h"
+#include "worker/backend_cuda.h"
+#include "core/dtype_conv.h"
+#include "core/verify.h"
 }
 #include "judge_cases.h"
 

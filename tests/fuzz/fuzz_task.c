@@ -16,8 +16,8 @@
  *   mkdir -p /tmp/corpus && UBSAN_OPTIONS=halt_on_error=1 /tmp/fuzz_task \
  *     -max_total_time=120 -max_len=8192 /tmp/corpus tests/fuzz/corpus
  */
-#include "mem.h"
-#include "task.h"
+#include "base/mem.h"
+#include "core/task.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -18,9 +18,9 @@
 #ifndef KEVO_FAKE_BACKEND_H
 #define KEVO_FAKE_BACKEND_H
 
-#include "backend.h"
-#include "mem.h"
-#include "timing.h"
+#include "worker/backend.h"
+#include "base/mem.h"
+#include "core/timing.h"
 
 #include <stdio.h>
 #include <string.h>

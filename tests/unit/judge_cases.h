@@ -7,8 +7,8 @@
 #ifndef KEVO_JUDGE_CASES_H
 #define KEVO_JUDGE_CASES_H
 
-#include "dtype_conv.h"
-#include "verify.h"
+#include "core/dtype_conv.h"
+#include "core/verify.h"
 
 #include <math.h>
 #include <string.h>

@@ -10,8 +10,8 @@
  */
 #include "testutil.h"
 
-#include "archive.h"
-#include "mem.h"
+#include "ctl/archive.h"
+#include "base/mem.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,12 +6,12 @@
  */
 #include "testutil.h"
 
-#include "backend.h"
-#include "backend_cpu.h"
-#include "backend_cpu_shim.h"
-#include "buf.h"
+#include "worker/backend.h"
+#include "worker/backend_cpu.h"
+#include "worker/backend_cpu_shim.h"
+#include "base/buf.h"
 #include "judge_cases.h"
-#include "mem.h"
+#include "base/mem.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -13,13 +13,13 @@
  */
 #include "testutil.h"
 
-#include "backend.h"
-#include "backend_cuda.h"
-#include "cudrv.h"
-#include "dtype_conv.h"
+#include "worker/backend.h"
+#include "worker/backend_cuda.h"
+#include "worker/cudrv.h"
+#include "core/dtype_conv.h"
 #include "judge_cases.h"
-#include "mem.h"
-#include "verify.h"
+#include "base/mem.h"
+#include "core/verify.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

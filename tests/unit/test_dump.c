@@ -10,7 +10,7 @@
 #include "testutil.h"
 
 #include "kevo.h"
-#include "mem.h"
+#include "base/mem.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -9,10 +9,10 @@
  */
 #include "testutil.h"
 
-#include "eval.h"
-#include "eval_cache.h"
+#include "worker/eval.h"
+#include "worker/eval_cache.h"
 #include "fake_backend.h"
-#include "mem.h"
+#include "base/mem.h"
 
 #include <math.h>
 #include <string.h>

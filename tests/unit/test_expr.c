@@ -5,8 +5,8 @@
  */
 #include "testutil.h"
 
-#include "expr.h"
-#include "mem.h"
+#include "core/expr.h"
+#include "base/mem.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -11,8 +11,8 @@
  */
 #include "testutil.h"
 
-#include "llm.h"
-#include "mem.h"
+#include "ctl/llm.h"
+#include "base/mem.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

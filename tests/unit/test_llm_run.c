@@ -16,7 +16,7 @@
 
 #include "fake_provider.h"
 
-#include "archive.h"
+#include "ctl/archive.h"
 #include "kevo.h"
 
 #include <jansson.h>

@@ -9,9 +9,9 @@
  */
 #include "testutil.h"
 
-#include "llm.h"
-#include "llmops.h"
-#include "mem.h"
+#include "ctl/llm.h"
+#include "ctl/llmops.h"
+#include "base/mem.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,9 +4,9 @@
  * with a serial scan on arrays large enough to be split.
  */
 #include "testutil.h"
-#include "mem.h"
-#include "par.h"
-#include "verify.h"
+#include "base/mem.h"
+#include "base/par.h"
+#include "core/verify.h"
 
 #include <stdlib.h>
 #include <string.h>

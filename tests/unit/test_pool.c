@@ -8,9 +8,9 @@
  */
 #include "testutil.h"
 
-#include "mem.h"
-#include "pool.h"
-#include "worker.h"
+#include "base/mem.h"
+#include "ctl/pool.h"
+#include "worker/worker.h"
 
 #include <dirent.h>
 #include <errno.h>

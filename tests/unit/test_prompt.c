@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "mem.h"
-#include "prompt.h"
+#include "base/mem.h"
+#include "ctl/prompt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "mem.h"
-#include "reply.h"
+#include "base/mem.h"
+#include "ctl/reply.h"
 
 #include <stdlib.h>
 #include <string.h>

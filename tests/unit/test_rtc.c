@@ -5,9 +5,9 @@
  */
 #include "testutil.h"
 
-#include "mem.h"
-#include "rtc.h"
-#include "nvrtc_cache.h"
+#include "base/mem.h"
+#include "worker/rtc.h"
+#include "worker/nvrtc_cache.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>

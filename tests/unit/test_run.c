@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "archive.h"
+#include "ctl/archive.h"
 #include "kevo.h"
 
 #include <jansson.h>

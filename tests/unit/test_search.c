@@ -8,12 +8,12 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "genome.h"
-#include "mem.h"
-#include "ops.h"
-#include "run.h"
-#include "search.h"
-#include "task.h"
+#include "ctl/genome.h"
+#include "base/mem.h"
+#include "ctl/ops.h"
+#include "ctl/run.h"
+#include "ctl/search.h"
+#include "core/task.h"
 
 #include <string.h>
 

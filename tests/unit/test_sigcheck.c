@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "mem.h"
-#include "sigcheck.h"
-#include "task.h"
+#include "base/mem.h"
+#include "ctl/sigcheck.h"
+#include "core/task.h"
 
 #include <string.h>
 

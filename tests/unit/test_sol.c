@@ -10,10 +10,10 @@
  */
 #include "testutil.h"
 
-#include "backend.h"
-#include "log.h"
-#include "mem.h"
-#include "sol.h"
+#include "worker/backend.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "core/sol.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

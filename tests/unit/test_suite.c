@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "mem.h"
-#include "task.h"
+#include "base/mem.h"
+#include "core/task.h"
 
 #include <dirent.h>
 #include <jansson.h>

@@ -5,8 +5,8 @@
  */
 #include "testutil.h"
 
-#include "mem.h"
-#include "task.h"
+#include "base/mem.h"
+#include "core/task.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  */
 #include "testutil.h"
 
-#include "mem.h"
-#include "timing.h"
+#include "base/mem.h"
+#include "core/timing.h"
 
 #include <math.h>
 #include <string.h>

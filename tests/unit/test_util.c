@@ -5,12 +5,12 @@
  * request builder.
  */
 #include "testutil.h"
-#include "backend.h"
-#include "buf.h"
-#include "fsutil.h"
-#include "log.h"
-#include "mem.h"
-#include "task.h"
+#include "worker/backend.h"
+#include "base/buf.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "core/task.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,10 +8,10 @@
  */
 #include "testutil.h"
 
-#include "dtype_conv.h"
+#include "core/dtype_conv.h"
 #include "judge_cases.h"
-#include "mem.h"
-#include "verify.h"
+#include "base/mem.h"
+#include "core/verify.h"
 
 #include <math.h>
 #include <stdlib.h>

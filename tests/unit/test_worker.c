@@ -6,8 +6,8 @@
  */
 #include "testutil.h"
 
-#include "mem.h"
-#include "worker.h"
+#include "base/mem.h"
+#include "worker/worker.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,0 +1,344 @@
+/*
+ * api - the command-level public API of kevo.h: check, eval and calibrate, as the CLI uses
+ * them. This is controller code: it parses tasks, starts a worker pool and sends requests;
+ * it never initialises CUDA itself (only workers do).
+ */
+#include "kevo.h"
+#include "worker/backend_cpu.h"
+#include "base/buf.h"
+#include "ctl/evalreq.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "worker/rtc.h"
+#include "ctl/pool.h"
+#include "ctl/sigcheck.h"
+#include "core/sol.h"
+#include "core/task.h"
+#include "worker/worker.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_DEADLINE_S 120.0
+#define CALIBRATE_DEADLINE_S 600.0
+
+void kevo_eval_opts_default(struct kevo_eval_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = KEVO_BACKEND_AUTO;
+    o->trials = 3;
+    o->deadline_s = DEFAULT_DEADLINE_S;
+}
+
+static char *msg_dup(const char *fmt, const char *a, const char *b)
+{
+    struct kevo_buf m;
+    kevo_buf_init(&m, 1 << 16);
+    if (kevo_buf_addf(&m, fmt, a, b ? b : "") != KEVO_OK) {
+        /* keep whatever fitted */
+    }
+    return kevo_buf_take(&m);
+}
+
+static const char *check_arch(void)
+{
+    const char *a = getenv("KEVO_ARCH");
+    return a && *a ? a : "sm_90a";
+}
+
+/* Compile one parsed file with the compiler of its language (no device needed). */
+static enum kevo_status compile_only(const struct kevo_task *t, char **out_msg)
+{
+    struct kevo_compile_src c;
+    struct kevo_buf log;
+    enum kevo_status st = kevo_compile_src_init(&c, t, NULL);
+
+    if (st)
+        return st;
+    kevo_buf_init(&log, 1 << 16);
+    if (t->lang == KEVO_LANG_CUDA) {
+        void *cubin = NULL;
+        size_t n = 0;
+        st = kevo_rtc_compile(&c.req, check_arch(), &cubin, &n, &log, NULL);
+        kevo_free(cubin);
+    } else {
+        st = kevo_cpu_compile_check(&c.req, &log);
+    }
+    if (st != KEVO_OK)
+        *out_msg = msg_dup("%s: does not compile:\n%s", t->path, kevo_buf_str(&log));
+    kevo_buf_free(&log);
+    kevo_compile_src_free(&c);
+    return st;
+}
+
+enum kevo_status kevo_check_file(const char *path, const char *task_path, char **out_msg)
+{
+    struct kevo_task *task = NULL, *cand = NULL;
+    enum kevo_status st;
+
+    *out_msg = NULL;
+    st = kevo_task_load(task_path ? task_path : path, &task, out_msg);
+    if (st)
+        goto out;
+    if (task_path) {
+        st = kevo_candidate_load(task, path, &cand, out_msg);
+        if (st)
+            goto out;
+    }
+    st = kevo_sig_check(task, cand, out_msg);
+    if (!st)
+        st = compile_only(cand ? cand : task, out_msg);
+out:
+    kevo_task_free(cand);
+    kevo_task_free(task);
+    return st;
+}
+
+/* ---- eval ---- */
+
+static const char *backend_name(enum kevo_backend_kind k, enum kevo_lang lang)
+{
+    if (k == KEVO_BACKEND_CPU)
+        return "cpu";
+    if (k == KEVO_BACKEND_CUDA)
+        return "cuda";
+    return lang == KEVO_LANG_C ? "cpu" : "cuda";
+}
+
+struct evalctx {
+    struct kevo_pool *pool;
+    const struct kevo_eval_opts *opts;
+    const char *task_path;
+    char *task_text;
+    json_t *sol;            /* the request's "sol" object */
+    char *dump_dir;         /* opts->dump_dir made absolute (the worker's cwd may differ) */
+};
+
+/*
+ * One eval request; returns the worker's result object (new reference) or NULL + msg.
+ * timed: time this candidate (with the reference interleaved when it is a candidate).
+ */
+static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *cand_text,
+                        int holdout, int timed, char **out_msg)
+{
+    struct kevo_eval_call c = {
+        .task_path = e->task_path, .task_text = e->task_text, .cand_path = cand_path,
+        .cand_text = cand_text, .trials = e->opts->trials, .holdout = holdout,
+        .timed = timed && !e->opts->no_timing, .time_reference = cand_text != NULL,
+        .time_cap_s = e->opts->time_cap_s, .sol = e->sol, .dump_dir = e->dump_dir,
+    };
+    json_t *res = NULL;
+    if (kevo_evalreq_call(e->pool, 0, &c, e->opts->deadline_s, &res, out_msg) != KEVO_OK)
+        return NULL;
+    return res;
+}
+
+/* Start the pool and calibrate (cached by the worker). */
+/* One worker for `device` on `backend`; KEVO_WORKER_EXE overrides the worker binary. */
+static enum kevo_status open_pool(const char *backend, int device, struct kevo_pool **out,
+                                  char **out_msg)
+{
+    struct kevo_pool_opts po = {0};
+    char *pmsg = NULL;
+
+    po.backend = backend;
+    po.n_devices = 1;
+    po.devices = &device;
+    po.exe = getenv("KEVO_WORKER_EXE");
+    po.start_timeout_s = 60;
+    enum kevo_status st = kevo_pool_open(&po, out, &pmsg);
+    if (st)
+        *out_msg = msg_dup("cannot start a %s worker: %s", backend, pmsg);
+    kevo_free(pmsg);
+    return st;
+}
+
+/* dir as an absolute path (kevo_free); NULL when out of memory or cwd is unknown. */
+static char *abs_dir(const char *dir)
+{
+    char cwd[PATH_MAX];
+    struct kevo_buf b;
+
+    if (dir[0] == '/')
+        return kevo_strdup(dir);
+    if (!getcwd(cwd, sizeof cwd))
+        return NULL;
+    kevo_buf_init(&b, 2 * PATH_MAX);
+    if (kevo_buf_addf(&b, "%s/%s", cwd, dir) != KEVO_OK) {
+        kevo_buf_free(&b);
+        return NULL;
+    }
+    return kevo_buf_take(&b);
+}
+
+static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_t **out_calib,
+                                   char **out_msg)
+{
+    struct kevo_sol_figures f;
+    enum kevo_status st;
+
+    if (e->opts->dump_dir && e->opts->dump_dir[0]) {
+        e->dump_dir = abs_dir(e->opts->dump_dir);
+        if (!e->dump_dir) {
+            *out_msg = msg_dup("dump directory %s: %s", e->opts->dump_dir, strerror(errno));
+            return KEVO_ERR_IO;
+        }
+    }
+    st = open_pool(backend, e->opts->device, &e->pool, out_msg);
+
+    if (!st)
+        st = kevo_evalreq_calibrate(e->pool, 0, backend, 0, CALIBRATE_DEADLINE_S, out_calib, out_msg);
+    if (st)
+        return st;
+    kevo_sol_figures_from_json(*out_calib, &f);
+    e->sol = kevo_sol_figures_to_json(&f);
+    return KEVO_OK;
+}
+
+/* Evaluate one candidate file into a JSON entry (always returns an entry). */
+static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, const char *path,
+                              int *fatal, char **out_msg)
+{
+    struct kevo_task *cand = NULL;
+    char *perr = NULL, *text = NULL;
+    json_t *res = NULL;
+
+    if (kevo_candidate_load(task, path, &cand, &perr) != KEVO_OK) {
+        res = json_pack("{s:s, s:s}", "verdict", "compile_error", "message", perr ? perr : "?");
+        goto out;
+    }
+    size_t len;
+    res = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, out_msg) == KEVO_OK
+              ? eval_one(e, path, text, 0, 1, out_msg) : NULL;
+    if (!res) {
+        *fatal = 1;
+        goto out;
+    }
+    const char *v = json_string_value(json_object_get(res, "verdict"));
+    if (e->opts->holdout && v && strcmp(v, "ok") == 0) {
+        json_t *h = eval_one(e, path, text, 1, 0, out_msg);
+        if (!h) {
+            *fatal = 1;
+            goto out;
+        }
+        json_object_set_new(res, "holdout", h);
+        const char *hv = json_string_value(json_object_get(h, "verdict"));
+        if (hv && strcmp(hv, "ok") != 0)
+            json_object_set_new(res, "verdict", json_string("holdout_fail"));
+    }
+out:
+    if (res)
+        json_object_set_new(res, "path", json_string(path));
+    kevo_free(perr);
+    kevo_free(text);
+    kevo_task_free(cand);
+    return res;
+}
+
+enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_paths,
+                                int n_cands, const struct kevo_eval_opts *opts,
+                                char **out_json, char **out_msg)
+{
+    struct evalctx e = {0};
+    struct kevo_task *task = NULL;
+    json_t *doc = NULL, *calib = NULL, *cands = NULL, *ref = NULL;
+    enum kevo_status st;
+    int fatal = 0;
+
+    *out_json = NULL;
+    *out_msg = NULL;
+    e.opts = opts;
+    e.task_path = task_path;
+    st = kevo_task_load(task_path, &task, out_msg);
+    if (st)
+        goto out;
+    size_t task_len;
+    st = kevo_fs_read_file(task_path, KEVO_TASK_MAX_FILE, &e.task_text, &task_len, out_msg);
+    if (st)
+        goto out;
+    if (opts->backend == KEVO_BACKEND_CPU && task->lang == KEVO_LANG_CUDA) {
+        *out_msg = msg_dup("%s: a CUDA task needs the CUDA backend%s", task_path, NULL);
+        st = KEVO_ERR_INVALID;
+        goto out;
+    }
+    const char *backend = backend_name(opts->backend, task->lang);
+    double t_start = kevo_now();
+    st = eval_setup(&e, backend, &calib, out_msg);
+    if (st)
+        goto out;
+    double t_setup = kevo_now() - t_start;
+    /* With candidates, the reference is timed inside each candidate's request, interleaved
+     * with it (a same-run ratio); timing it alone as well would only cost time. */
+    ref = eval_one(&e, task_path, NULL, 0, n_cands == 0, out_msg);
+    if (ref && e.dump_dir && opts->holdout) {   /* the holdouts are dumped as well */
+        json_t *h = eval_one(&e, task_path, NULL, 1, 0, out_msg);
+        if (h) {
+            json_object_set_new(ref, "holdout", h);
+        } else {
+            json_decref(ref);
+            ref = NULL;
+        }
+    }
+    if (!ref) {
+        st = KEVO_ERR_WORKER;
+        goto out;
+    }
+    cands = json_array();
+    for (int i = 0; i < n_cands && !fatal; i++) {
+        json_t *c = eval_candidate(&e, task, cand_paths[i], &fatal, out_msg);
+        if (c)
+            json_array_append_new(cands, c);
+    }
+    if (fatal) {
+        st = KEVO_ERR_WORKER;
+        goto out;
+    }
+    doc = json_pack("{s:s, s:{s:s, s:s}, s:s, s:O, s:O, s:O, s:{s:f, s:f}}", "kevo_version",
+                    KEVO_VERSION, "task", "path", task_path, "name", task->name, "backend",
+                    backend, "calibration", calib, "reference", ref, "candidates", cands,
+                    "wall_s", "worker_start_and_calibration", t_setup, "total",
+                    kevo_now() - t_start);
+    *out_json = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!*out_json)
+        st = KEVO_ERR_NOMEM;
+out:
+    json_decref(doc);
+    json_decref(calib);
+    json_decref(cands);
+    json_decref(ref);
+    json_decref(e.sol);
+    kevo_pool_free(e.pool);
+    kevo_free(e.task_text);
+    kevo_free(e.dump_dir);
+    kevo_task_free(task);
+    return st;
+}
+
+enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device, int force,
+                                     char **out_json, char **out_msg)
+{
+    const char *name = backend == KEVO_BACKEND_CPU ? "cpu" : "cuda";
+    struct kevo_pool *pool = NULL;
+    json_t *res = NULL;
+    enum kevo_status st;
+
+    *out_json = NULL;
+    *out_msg = NULL;
+    st = open_pool(name, device, &pool, out_msg);
+    if (!st)
+        st = kevo_evalreq_calibrate(pool, 0, name, force, CALIBRATE_DEADLINE_S, &res, out_msg);
+    if (!st) {
+        *out_json = json_dumps(res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        st = *out_json ? KEVO_OK : KEVO_ERR_NOMEM;
+    }
+    json_decref(res);
+    kevo_pool_free(pool);
+    return st;
+}

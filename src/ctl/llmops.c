@@ -1,0 +1,317 @@
+/*
+ * llmops - LLM calls of a run on their own threads, with the cost cap (llmops.h).
+ */
+#include "ctl/llmops.h"
+#include "ctl/genome.h"
+#include "base/mem.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_THREADS 32
+
+const char *const kevo_llmop_names[KEVO_LLMOP_COUNT] = {
+    "llm_generate", "llm_improve", "llm_fix", "llm_crossover", "llm_plan",
+};
+
+const char *kevo_llmop_template(enum kevo_llm_op op, int phase)
+{
+    static const char *const t[KEVO_LLMOP_COUNT] = { "generate", "improve", "fix", "crossover",
+                                                     "plan" };
+    if (op == KEVO_LLMOP_PLAN && phase)
+        return "plan_code";
+    return (unsigned)op < KEVO_LLMOP_COUNT ? t[op] : "improve";
+}
+
+void kevo_llm_call_free(struct kevo_llm_call *c)
+{
+    if (!c)
+        return;
+    kevo_free(c->system);
+    kevo_free(c->user);
+    kevo_free(c->parent_text);
+    kevo_free(c->carrier);
+    kevo_llm_reply_clear(&c->reply);
+    kevo_free(c);
+}
+
+struct item {
+    struct kevo_llm_call *call;
+    struct item *next;
+};
+
+struct model_stat {
+    char *name;
+    int64_t done, ok, improved;
+};
+
+struct kevo_llmops {
+    struct kevo_llmops_cfg cfg;
+    kevo_llmops_done_fn done;
+    void *user;
+    struct kevo_llm *client;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct item *head, *tail;
+    int closing, in_flight, n_threads;
+    double spent, reserved;
+    pthread_t threads[MAX_THREADS];
+    struct model_stat *models;
+};
+
+static double price(const struct kevo_llm_model *m, int64_t in, int64_t out)
+{
+    return ((double)in * m->price_in + (double)out * m->price_out) / 1e6;
+}
+
+static void *worker(void *p)
+{
+    struct kevo_llmops *o = p;
+    for (;;) {
+        pthread_mutex_lock(&o->mu);
+        while (!o->head && !o->closing)
+            pthread_cond_wait(&o->cv, &o->mu);
+        struct item *it = o->head;
+        if (!it) {
+            pthread_mutex_unlock(&o->mu);
+            return NULL;
+        }
+        o->head = it->next;
+        if (!o->head)
+            o->tail = NULL;
+        pthread_mutex_unlock(&o->mu);
+
+        struct kevo_llm_call *c = it->call;
+        const struct kevo_llm_model *m = &o->cfg.models[c->model];
+        if (!c->from_cache) {
+            struct kevo_llm_req rq = { c->system, c->user, o->cfg.temperature, o->cfg.max_tokens };
+            if (kevo_llm_complete(o->client, m, &rq, &c->reply) != KEVO_OK &&
+                !c->reply.status[0])
+                snprintf(c->reply.status, sizeof c->reply.status, "kevo_error");
+            c->cost = price(m, c->reply.tokens_in, c->reply.tokens_out);
+            /* a reply without usage is charged its worst case: the cap must hold */
+            if (!strcmp(c->reply.status, "ok") && !c->reply.tokens_in && !c->reply.tokens_out)
+                c->cost = c->reserve;
+        }
+        pthread_mutex_lock(&o->mu);
+        o->in_flight--;
+        pthread_mutex_unlock(&o->mu);
+        kevo_free(it);
+        o->done(o->user, c);
+    }
+}
+
+enum kevo_status kevo_llmops_new(const struct kevo_llmops_cfg *cfg, kevo_llmops_done_fn done,
+                                 void *user, struct kevo_llmops **out)
+{
+    struct kevo_llmops *o = kevo_calloc(1, sizeof *o);
+    enum kevo_status st = o ? KEVO_OK : KEVO_ERR_NOMEM;
+
+    *out = NULL;
+    if (st)
+        return st;
+    o->cfg = *cfg;
+    o->spent = cfg->spent_before;
+    o->done = done;
+    o->user = user;
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_cond_init(&o->cv, NULL);
+    o->models = kevo_calloc((size_t)cfg->n_models + 1, sizeof *o->models);
+    if (!o->models || cfg->n_models < 1)
+        st = o->models ? KEVO_ERR_INVALID : KEVO_ERR_NOMEM;
+    for (int i = 0; !st && i < cfg->n_models; i++) {
+        const struct kevo_llm_model *m = &cfg->models[i];
+        char b[1024];
+        snprintf(b, sizeof b, "%s:%s@%s", m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai",
+                 m->name, m->base_url);
+        if (!(o->models[i].name = kevo_strdup(b)))
+            st = KEVO_ERR_NOMEM;
+    }
+    int n = cfg->max_concurrent > 0 ? cfg->max_concurrent : 4;
+    n = cfg->replay ? 0 : n > MAX_THREADS ? MAX_THREADS : n;
+    if (!st && !cfg->replay)
+        st = kevo_llm_new(n, &cfg->limits, &o->client);
+    for (int i = 0; !st && i < n; i++) {
+        if (pthread_create(&o->threads[i], NULL, worker, o) != 0)
+            st = KEVO_ERR_SYSTEM;
+        else
+            o->n_threads++;
+    }
+    if (st) {
+        kevo_llmops_free(o);
+        return st;
+    }
+    *out = o;
+    return KEVO_OK;
+}
+
+void kevo_llmops_free(struct kevo_llmops *o)
+{
+    if (!o)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->closing = 1;
+    /* calls not started are dropped (their prompts were never sent) */
+    while (o->head) {
+        struct item *it = o->head;
+        o->head = it->next;
+        o->in_flight--;
+        kevo_llm_call_free(it->call);
+        kevo_free(it);
+    }
+    o->tail = NULL;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    for (int i = 0; i < o->n_threads; i++)
+        pthread_join(o->threads[i], NULL);
+    kevo_llm_free(o->client);
+    for (int i = 0; o->models && i < o->cfg.n_models; i++)
+        kevo_free(o->models[i].name);
+    kevo_free(o->models);
+    pthread_mutex_destroy(&o->mu);
+    pthread_cond_destroy(&o->cv);
+    kevo_free(o);
+}
+
+int kevo_llmops_pick_model(struct kevo_llmops *o, double u)
+{
+    double w[64], total = 0;
+    int n = o->cfg.n_models < 64 ? o->cfg.n_models : 64;
+    for (int i = 0; i < n; i++) {
+        const struct model_stat *s = &o->models[i];
+        double wt = o->cfg.models[i].weight > 0 ? o->cfg.models[i].weight : 1.0;
+        w[i] = wt * (1.0 + 4.0 * ((double)s->improved + 1.0) / ((double)s->done + 4.0));
+        total += w[i];
+    }
+    double x = u * total;
+    for (int i = 0; i < n; i++) {
+        x -= w[i];
+        if (x < 0)
+            return i;
+    }
+    return n - 1;
+}
+
+void kevo_llmops_model_result(struct kevo_llmops *o, int model, int ok, int improved)
+{
+    if (model < 0 || model >= o->cfg.n_models)
+        return;
+    o->models[model].done++;
+    o->models[model].ok += ok != 0;
+    o->models[model].improved += improved != 0;
+}
+
+enum kevo_status kevo_llmops_hash(const struct kevo_llmops *o, struct kevo_llm_call *c)
+{
+    char head[1200];
+    const struct kevo_llm_model *m = &o->cfg.models[c->model];
+    /* the model, not where it is served from: the same model behind another URL answers
+     * from the same cache */
+    int n = snprintf(head, sizeof head, "%s:%s|t=%.6g|max=%d|",
+                     m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai", m->name,
+                     o->cfg.temperature, o->cfg.max_tokens);
+    size_t ls = c->system ? strlen(c->system) : 0, lu = c->user ? strlen(c->user) : 0;
+    char *all = kevo_malloc(sizeof head + ls + lu + 2);
+    if (!all)
+        return KEVO_ERR_NOMEM;
+    if (n < 0 || (size_t)n >= sizeof head)
+        n = (int)strlen(head);
+    memcpy(all, head, (size_t)n);
+    memcpy(all + n, c->system ? c->system : "", ls);
+    all[n + ls] = '\x1e';
+    memcpy(all + n + ls + 1, c->user ? c->user : "", lu);
+    enum kevo_status st = kevo_sha256_hex(all, (size_t)n + ls + 1 + lu, c->prompt_hash);
+    kevo_free(all);
+    return st;
+}
+
+enum kevo_status kevo_llmops_submit(struct kevo_llmops *o, struct kevo_llm_call *c)
+{
+    const struct kevo_llm_model *m = &o->cfg.models[c->model];
+    int max_out = o->cfg.max_tokens > 0 ? o->cfg.max_tokens : 8192;
+    /* the worst case: a token per byte of prompt, the whole max_tokens of output */
+    double reserve = c->from_cache ? 0 : price(m, (int64_t)((c->user ? strlen(c->user) : 0) +
+                                                            (c->system ? strlen(c->system) : 0)) + 1,
+                                               max_out);
+    struct item *it = kevo_calloc(1, sizeof *it);
+
+    if (!it) {
+        kevo_llm_call_free(c);
+        return KEVO_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&o->mu);
+    if (o->cfg.cost_cap > 0 && o->spent + o->reserved + reserve > o->cfg.cost_cap) {
+        pthread_mutex_unlock(&o->mu);
+        kevo_free(it);
+        kevo_llm_call_free(c);
+        return KEVO_ERR_TOOBIG;
+    }
+    it->call = c;
+    c->reserve = reserve;
+    o->reserved += reserve;
+    o->in_flight++;
+    if (o->tail)
+        o->tail->next = it;
+    else
+        o->head = it;
+    o->tail = it;
+    pthread_cond_signal(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    return KEVO_OK;
+}
+
+void kevo_llmops_settle(struct kevo_llmops *o, struct kevo_llm_call *c)
+{
+    if (c->settled)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->spent += c->cost;
+    o->reserved -= c->reserve;
+    pthread_mutex_unlock(&o->mu);
+    c->settled = 1;
+}
+
+struct kevo_llm_call *kevo_llmops_take(struct kevo_llmops *o, int64_t sub)
+{
+    struct kevo_llm_call *c = NULL;
+    pthread_mutex_lock(&o->mu);
+    for (struct item **p = &o->head; *p; p = &(*p)->next) {
+        struct item *it = *p;
+        if (it->call->sub != sub)
+            continue;
+        *p = it->next;
+        if (o->tail == it) {   /* the new tail is the item before it, if any */
+            o->tail = NULL;
+            for (struct item *x = o->head; x; x = x->next)
+                o->tail = x;
+        }
+        o->in_flight--;
+        c = it->call;
+        kevo_free(it);
+        break;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return c;
+}
+
+int kevo_llmops_in_flight(struct kevo_llmops *o)
+{
+    pthread_mutex_lock(&o->mu);
+    int n = o->in_flight;
+    pthread_mutex_unlock(&o->mu);
+    return n;
+}
+
+double kevo_llmops_spent(struct kevo_llmops *o)
+{
+    pthread_mutex_lock(&o->mu);
+    double s = o->spent;
+    pthread_mutex_unlock(&o->mu);
+    return s;
+}
+
+const char *kevo_llmops_model_name(const struct kevo_llmops *o, int i)
+{
+    return i >= 0 && i < o->cfg.n_models ? o->models[i].name : "?";
+}

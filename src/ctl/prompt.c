@@ -1,0 +1,325 @@
+/*
+ * prompt - LLM prompts from templates and evidence (prompt.h). Everything that reaches a
+ * prompt comes from what the proposer may see: the task without its holdout lines, the
+ * candidates' own sources, and the verdicts and metrics kevo reported for them.
+ */
+#include "ctl/prompt.h"
+#include "base/buf.h"
+#include "base/fsutil.h"
+#include "base/mem.h"
+#include "core/task.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEMPLATE_MAX ((size_t)1 << 20)
+#define PROMPT_MAX ((size_t)8 << 20)
+#define LOG_EXCERPT 2000
+#define RIDGE 20.0   /* FLOP/byte where fp32 FMA time meets DRAM time on an H100 */
+
+/* dir/name as text, NULL when it cannot be read (the caller names the file). */
+static char *read_file(const char *dir, const char *name, size_t cap)
+{
+    char path[4096], *t = NULL;
+    size_t n;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return kevo_fs_read_file(path, cap, &t, &n, NULL) == KEVO_OK ? t : NULL;
+}
+
+/* Is line [s, e) a `// kevo holdout` directive? */
+static int holdout_line(const char *s, const char *e)
+{
+    const char *kw;
+    size_t n;
+    return kevo_task_directive(s, (size_t)(e - s), &kw, &n) && n == 7 && !strncmp(kw, "holdout", 7);
+}
+
+char *kevo_prompt_task_text(const char *t)
+{
+    struct kevo_buf b;
+    const char *p = t;
+    kevo_buf_init(&b, PROMPT_MAX);
+    while (*p) {
+        const char *nl = strchr(p, '\n'), *e = nl ? nl + 1 : p + strlen(p);
+        if (!holdout_line(p, nl ? nl : e) && kevo_buf_add(&b, p, (size_t)(e - p)) != KEVO_OK)
+            break;
+        p = e;
+    }
+    return kevo_buf_take(&b);
+}
+
+/* ---- evidence ---- */
+
+static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+static void device_text(struct kevo_buf *b, json_t *c)
+{
+    json_t *d = json_object_get(c, "device"), *bw = json_object_get(c, "bandwidth");
+    json_t *pk = json_object_get(c, "peaks");
+    if (!d) {
+        kevo_buf_say(b, "(unknown)");
+        return;
+    }
+    kevo_buf_say(b, "%s (%s): %d SMs, L2 %.0f MB, %.0f GB memory, SM clock %d MHz. Measured by kevo "
+         "calibrate: DRAM %.0f GB/s (read %.0f, write %.0f, copy %.0f)",
+         json_string_value(json_object_get(d, "name")), json_string_value(json_object_get(d, "arch")),
+         (int)num(d, "sms"), num(d, "l2_bytes") / 1e6, num(d, "mem_bytes") / 1e9,
+         (int)num(d, "clock_mhz"), num(bw, "best_bytes_per_s") / 1e9, num(bw, "read_bytes_per_s") / 1e9,
+         num(bw, "write_bytes_per_s") / 1e9, num(bw, "copy_bytes_per_s") / 1e9);
+    const char *k;
+    json_t *v;
+    json_object_foreach(pk, k, v) {
+        if (num(v, "measured_flops_per_s") > 0)
+            kevo_buf_say(b, "; %s %.0f TFLOP/s", k, num(v, "measured_flops_per_s") / 1e12);
+    }
+    kevo_buf_say(b, "; launch floor %.1f us.", num(c, "launch_floor_s") * 1e6);
+}
+
+static void verdict_text(struct kevo_buf *b, json_t *r)
+{
+    const char *v = json_string_value(json_object_get(r, "verdict"));
+    const char *m = json_string_value(json_object_get(r, "message"));
+    const char *log = json_string_value(json_object_get(r, "compile_log"));
+    json_t *ev = json_object_get(r, "evidence");
+    if (!r) {
+        kevo_buf_say(b, "(not evaluated yet)");
+        return;
+    }
+    kevo_buf_say(b, "Verdict: %s", v ? v : "?");
+    if (m && *m)
+        kevo_buf_say(b, " - %s", m);
+    if (json_object_size(ev)) {
+        char *e = json_dumps(ev, JSON_COMPACT);
+        kevo_buf_say(b, "\nEvidence: %.3000s", e ? e : "{}");
+        free(e);
+    }
+    if (log && *log)
+        kevo_buf_say(b, "\nCompiler output (excerpt):\n```\n%.*s\n```", LOG_EXCERPT, log);
+}
+
+static void metrics_text(struct kevo_buf *b, json_t *r)
+{
+    size_t i;
+    json_t *w;
+    if (!json_array_size(json_object_get(r, "workloads")))
+        return;
+    kevo_buf_say(b, "Per workload (median time, fraction of the speed-of-light floor, what bounds it):\n");
+    json_array_foreach(json_object_get(r, "workloads"), i, w) {
+        json_t *t = json_object_get(w, "time");
+        char *sz = json_dumps(json_object_get(w, "sizes"), JSON_COMPACT);
+        double bytes = num(w, "bytes"), fl = num(w, "flops"), ai = bytes > 0 ? fl / bytes : 0;
+        kevo_buf_say(b, "- %s: %s", sz ? sz : "{}", json_string_value(json_object_get(w, "verdict")));
+        if (t)
+            kevo_buf_say(b, ", %.4g us, %.0f%% of SOL, %.0f GB/s, %.2f TFLOP/s, %.1f FLOP/byte (%s)",
+                 num(t, "median_s") * 1e6, 100 * num(w, "sol_fraction"), num(w, "gbps"),
+                 num(w, "tflops"), ai, ai > RIDGE ? "compute-heavy" : "memory-bound");
+        kevo_buf_say(b, "\n");
+        free(sz);
+    }
+    json_array_foreach(json_object_get(r, "resources"), i, w)
+        kevo_buf_say(b, "- kernel %s: %d registers/thread, %d B static shared memory, %d B local memory "
+             "(spills)%s, block %d, %d blocks/SM\n", json_string_value(json_object_get(w, "kernel")),
+             (int)num(w, "regs"), (int)num(w, "static_smem"), (int)num(w, "local_bytes"),
+             num(w, "local_bytes") > 0 ? " <- spilling" : "", (int)num(w, "block"),
+             (int)num(w, "blocks_per_sm"));
+}
+
+/* The parent's bottleneck, for choosing notes: "memory", "compute" or "latency". */
+static const char *bottleneck(json_t *r)
+{
+    json_t *w = json_array_get(json_object_get(r, "workloads"), 0);
+    double t = num(json_object_get(w, "time"), "median_s");
+    if (!w || !(t > 0))
+        return "any";
+    if (t < 10e-6)
+        return "latency";
+    return num(w, "bytes") > 0 && num(w, "flops") / num(w, "bytes") > RIDGE ? "compute" : "memory";
+}
+
+/* ---- playbook ---- */
+
+struct note {
+    char *text;
+    int score;
+};
+
+/* The value of header field `key` in note text (borrowed up to the line end), or NULL. */
+static const char *field(const char *t, const char *key, size_t *n)
+{
+    size_t k = strlen(key);
+    for (const char *p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (!strncmp(p, "---", 3) && p != t)
+            break;
+        if (!strncmp(p, key, k) && p[k] == ':') {
+            const char *v = p + k + 1, *e = strchr(v, '\n');
+            while (*v == ' ')
+                v++;
+            *n = e ? (size_t)(e - v) : strlen(v);
+            return v;
+        }
+    }
+    return NULL;
+}
+
+static int has_word(const char *v, size_t n, const char *w)
+{
+    size_t k = strlen(w);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!strncmp(v + i, w, k) && (i == 0 || v[i - 1] == ' ') && (i + k == n || v[i + k] == ' '))
+            return 1;
+    return 0;
+}
+
+/* How well a note fits: -1 when it does not apply. */
+static int note_score(const char *t, const struct kevo_prompt_ctx *c, const char *neck)
+{
+    size_t n;
+    const char *v = field(t, "lang", &n);
+    if (v && c->lang && !has_word(v, n, c->lang))
+        return -1;
+    v = field(t, "bottleneck", &n);
+    if (v && !has_word(v, n, "any") && !has_word(v, n, neck) && strcmp(neck, "any") != 0)
+        return -1;
+    int s = v && has_word(v, n, neck) ? 2 : 0;
+    v = field(t, "tags", &n);
+    if (!v)
+        return -1;
+    for (int i = 0; i < c->n_tags; i++)
+        s += 3 * has_word(v, n, c->tags[i]);
+    return s || has_word(v, n, "any") ? s + 1 : -1;
+}
+
+static int by_score(const void *a, const void *b)
+{
+    return ((const struct note *)b)->score - ((const struct note *)a)->score;
+}
+
+static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c, json_t *r)
+{
+    struct note notes[256];
+    int n = 0, max = c->max_notes > 0 ? c->max_notes : 3;
+    struct dirent **ents = NULL;
+    int ne = c->playbook_dir ? scandir(c->playbook_dir, &ents, NULL, alphasort) : -1;
+    const char *neck = bottleneck(r);
+
+    for (int i = 0; i < ne; i++) {
+        size_t l = strlen(ents[i]->d_name);
+        char *t = n < 256 && l > 3 && !strcmp(ents[i]->d_name + l - 3, ".md") &&
+                          strcmp(ents[i]->d_name, "README.md")
+                      ? read_file(c->playbook_dir, ents[i]->d_name, 64 << 10) : NULL;
+        int s = t ? note_score(t, c, neck) : -1;
+        if (s >= 0)
+            notes[n++] = (struct note){ t, s };
+        else
+            kevo_free(t);
+        free(ents[i]);
+    }
+    free(ents);
+    qsort(notes, (size_t)n, sizeof *notes, by_score);
+    for (int i = 0; i < n; i++) {
+        if (i < max) {   /* the body, past the header */
+            const char *body = strstr(notes[i].text + 3, "\n---");
+            kevo_buf_say(b, "%s\n", body ? body + 4 : notes[i].text);
+        }
+        kevo_free(notes[i].text);
+    }
+    if (!n || !max)
+        kevo_buf_say(b, "(none)");
+}
+
+/* ---- templates ---- */
+
+static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
+                                 const struct kevo_prompt_ctx *c)
+{
+#define IS(k) (kl == strlen(k) && !strncmp(key, k, kl))
+    if (IS("task")) {
+        char *t = kevo_prompt_task_text(c->task_text ? c->task_text : "");
+        kevo_buf_say(b, "%s", t ? t : "");
+        kevo_free(t);
+    } else if (IS("device")) {
+        device_text(b, c->calib);
+    } else if (IS("parent")) {
+        kevo_buf_say(b, "%s", c->parent ? c->parent : "");
+    } else if (IS("parent2")) {
+        kevo_buf_say(b, "%s", c->parent2 ? c->parent2 : "");
+    } else if (IS("verdict")) {
+        verdict_text(b, c->result);
+    } else if (IS("metrics")) {
+        metrics_text(b, c->result);
+    } else if (IS("metrics2")) {
+        metrics_text(b, c->result2);
+    } else if (IS("siblings")) {
+        kevo_buf_say(b, "%s", c->siblings && *c->siblings ? c->siblings : "(nothing yet)");
+    } else if (IS("playbook")) {
+        playbook_text(b, c, c->result);
+    } else if (IS("plan")) {
+        kevo_buf_say(b, "%s", c->plan ? c->plan : "");
+    } else {
+        return KEVO_ERR_NOTFOUND;
+    }
+    return KEVO_OK;
+#undef IS
+}
+
+static enum kevo_status render(const char *tpl, const char *file, const struct kevo_prompt_ctx *c,
+                               char **out, char **why)
+{
+    struct kevo_buf b;
+    const char *p = tpl;
+    kevo_buf_init(&b, PROMPT_MAX);
+    while (*p) {
+        const char *o = strstr(p, "{{"), *e = o ? strstr(o + 2, "}}") : NULL;
+        if (!o || !e) {
+            kevo_buf_say(&b, "%s", p);
+            break;
+        }
+        kevo_buf_say(&b, "%.*s", (int)(o - p), p);
+        if (fill_one(&b, o + 2, (size_t)(e - o - 2), c) != KEVO_OK) {
+            char m[300];
+            snprintf(m, sizeof m, "%s: unknown placeholder {{%.*s}} (known: task device parent "
+                     "parent2 verdict metrics metrics2 siblings playbook plan)", file,
+                     (int)(e - o - 2 < 64 ? e - o - 2 : 64), o + 2);
+            *why = kevo_strdup(m);
+            kevo_buf_free(&b);
+            return KEVO_ERR_PARSE;
+        }
+        p = e + 2;
+    }
+    *out = kevo_buf_take(&b);
+    return *out ? KEVO_OK : KEVO_ERR_NOMEM;
+}
+
+enum kevo_status kevo_prompt_build(const char *name, const struct kevo_prompt_ctx *c,
+                                   char **system, char **user, char **why)
+{
+    char file[300];
+    enum kevo_status st;
+    char *sys_t = read_file(c->template_dir, "system.md", TEMPLATE_MAX), *usr_t;
+
+    *system = *user = *why = NULL;
+    snprintf(file, sizeof file, "%s.md", name);
+    usr_t = read_file(c->template_dir, file, TEMPLATE_MAX);
+    if (!sys_t || !usr_t) {
+        char m[4200];
+        snprintf(m, sizeof m, "%s/%s: cannot read the prompt template", c->template_dir,
+                 sys_t ? file : "system.md");
+        *why = kevo_strdup(m);
+        kevo_free(sys_t);
+        kevo_free(usr_t);
+        return KEVO_ERR_NOTFOUND;
+    }
+    st = render(sys_t, "system.md", c, system, why);
+    if (!st)
+        st = render(usr_t, file, c, user, why);
+    if (st) {
+        kevo_free(*system);
+        *system = NULL;
+    }
+    kevo_free(sys_t);
+    kevo_free(usr_t);
+    return st;
+}

@@ -1,0 +1,123 @@
+/*
+ * runs - `kevo runs` (kevo.h: kevo_runs_json): what the archive says about past runs. The
+ * list of runs, or one run's report with the lineage of its best candidate (parents back
+ * to a seed) and the operators' statistics. Read-only: safe while a run writes.
+ */
+#include "ctl/archive.h"
+#include "base/mem.h"
+#include "ctl/run.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LINEAGE_MAX 1000
+
+static const char *status_name(enum kevo_run_status s)
+{
+    static const char *const n[] = { "running", "done", "stopped", "failed" };
+    return (unsigned)s < 4 ? n[s] : "?";
+}
+
+static char *dup_msg(const char *a, const char *b)
+{
+    size_t n = strlen(a) + (b ? strlen(b) : 0) + 3;
+    char *m = kevo_malloc(n);
+    if (m)
+        snprintf(m, n, "%s%s%s", a, b ? ": " : "", b ? b : "");
+    return m;
+}
+
+/* From id back through first parents: [{id, op, verdict, score_s, params, flags}, ...]. */
+static json_t *lineage(struct kevo_archive *a, int64_t id)
+{
+    json_t *arr = json_array();
+    for (int k = 0; id && k < LINEAGE_MAX; k++) {
+        struct kevo_cand_rec c;
+        memset(&c, 0, sizeof c);
+        if (kevo_archive_cand_get(a, id, &c) != KEVO_OK)
+            break;
+        json_t *e = json_pack("{s:I, s:s, s:s, s:f, s:f, s:I}", "id", (json_int_t)c.id, "op", c.op,
+                              "verdict", c.verdict, "score_s", c.score, "speedup", c.speedup,
+                              "parent", (json_int_t)c.parent1);
+        json_object_set_new(e, "params", c.params_json ? json_loads(c.params_json, 0, NULL)
+                                                       : json_null());
+        json_object_set_new(e, "flags", c.flags_json ? json_loads(c.flags_json, 0, NULL)
+                                                     : json_null());
+        json_array_append_new(arr, e);
+        id = c.parent1;
+        kevo_archive_cand_clear(&c);
+    }
+    return arr;
+}
+
+static json_t *one_run(struct kevo_archive *a, const struct kevo_run_rec *r)
+{
+    int64_t n = 0, nd = 0, nok = 0, best = 0;
+    int nb = 0;
+    char *ops = NULL;
+    json_t *rep = r->result_json ? json_loads(r->result_json, 0, NULL) : NULL;
+    json_t *fin = json_object_get(json_object_get(rep, "final"), "id");
+
+    if (kevo_archive_counts(a, r->id, &n, &nd, &nok) != KEVO_OK)
+        n = nd = nok = 0;
+    if (json_is_integer(fin))
+        best = json_integer_value(fin);
+    else if (kevo_archive_best(a, r->id, -1, 1, &best, &nb) != KEVO_OK || !nb)
+        best = 0;
+    if (kevo_archive_op_stats_json(a, r->id, &ops) != KEVO_OK)
+        ops = NULL;
+    json_t *o = json_pack("{s:I, s:s?, s:s?, s:s, s:f, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
+                          "id", (json_int_t)r->id, "task", r->task_name, "path", r->task_path,
+                          "status", status_name(r->status), "started", r->started, "updated",
+                          r->updated, "candidates", (json_int_t)n, "evaluated", (json_int_t)nd,
+                          "ok", (json_int_t)nok, "config",
+                          r->config_json ? json_loads(r->config_json, 0, NULL) : json_null(),
+                          "report", rep ? rep : json_null(), "lineage_of_best",
+                          lineage(a, best), "operators",
+                          ops ? json_loads(ops, 0, NULL) : json_null());
+    kevo_free(ops);
+    return o;
+}
+
+enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json, char **out_msg)
+{
+    char def[PATH_MAX], *m = NULL, *list = NULL;
+    struct kevo_archive *a = NULL;
+    struct kevo_run_rec r;
+    enum kevo_status st = KEVO_OK;
+
+    *out_json = NULL;
+    *out_msg = NULL;
+    memset(&r, 0, sizeof r);
+    if (!archive && (st = kevo_run_default_archive(def, sizeof def)) != KEVO_OK) {
+        *out_msg = dup_msg("no archive path: set KEVO_ARCHIVE or HOME", NULL);
+        return st;
+    }
+    archive = archive ? archive : def;
+    st = kevo_archive_open(archive, &a, &m);
+    if (st) {
+        *out_msg = m ? m : dup_msg(archive, kevo_status_name(st));
+        return st;
+    }
+    if (!id) {
+        st = kevo_archive_runs_json(a, &list);
+        json_t *doc = st ? NULL : json_pack("{s:s, s:o}", "archive", archive, "runs",
+                                             json_loads(list, 0, NULL));
+        *out_json = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+        json_decref(doc);
+    } else if ((st = kevo_archive_run_get(a, id, &r)) == KEVO_OK) {
+        json_t *doc = one_run(a, &r);
+        *out_json = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+        json_decref(doc);
+    }
+    if (st)
+        *out_msg = dup_msg(archive, kevo_archive_errmsg(a));
+    else if (!*out_json)
+        st = KEVO_ERR_NOMEM;
+    kevo_free(list);
+    kevo_archive_run_clear(&r);
+    kevo_archive_close(a);
+    return st;
+}

@@ -1,0 +1,98 @@
+/*
+ * sandbox - private to the CPU backend: the processes that run candidate host code.
+ *
+ * A spawner process is forked when the backend opens (right after the shared arena is
+ * mapped, before the worker holds any request, seed or reference output in its memory).
+ * For each module it clones a runner with CLONE_PARENT, so the runner is the worker's own
+ * child (waitpid, SIGSTOP/SIGCONT, PDEATHSIG all refer to the worker) while its memory is a
+ * copy of the clean spawner, not of the worker. The runner drops into the sandbox (rlimits,
+ * no capabilities, no fds but its channel, no-new-privs, seccomp filter), only then dlopens
+ * the module, and serves RUN commands over a socketpair.
+ *
+ * The worker never runs candidate code. Between commands a runner is stopped (SIGSTOP),
+ * so no thread the candidate left behind can work while the worker looks at memory.
+ * Not thread-safe: one worker thread drives the sandbox.
+ */
+#ifndef KEVO_SANDBOX_H
+#define KEVO_SANDBOX_H
+
+#include "worker/backend.h"
+#include "worker/backend_cpu_shim.h"
+#include "base/buf.h"
+#include "kevo.h"
+#include <stdint.h>
+#include <sys/types.h>
+
+struct kevo_sandbox_limits {
+    uint64_t data_bytes;      /* RLIMIT_DATA of a runner (private memory; the arena is shared) */
+    uint64_t cpu_seconds;     /* RLIMIT_CPU of a runner, summed over its threads */
+    uint64_t nofile;          /* RLIMIT_NOFILE of a runner */
+};
+
+struct kevo_sandbox;
+struct kevo_runner;
+
+/* Fork the spawner. KEVO_ERR_SYSTEM (with *err) when the OS refuses. */
+KEVO_NODISCARD enum kevo_status kevo_sandbox_open(const struct kevo_sandbox_limits *lim,
+                                                  struct kevo_sandbox **out,
+                                                  struct kevo_buf *err);
+/* Kill and reap the spawner. Runners must have been freed first. NULL is a no-op. */
+void kevo_sandbox_free(struct kevo_sandbox *sb);
+
+/* How a wait on a runner ended. */
+enum kevo_run_end {
+    KEVO_RUN_OK = 0,          /* the reply came */
+    KEVO_RUN_ARGS,            /* the shim refused a call (wrong argument count) */
+    KEVO_RUN_LOAD,            /* the runner could not load the module (message in *err) */
+    KEVO_RUN_SETUP,           /* the sandbox could not be set up (message in *err) */
+    KEVO_RUN_SIGNALED,        /* killed by signal `sig` */
+    KEVO_RUN_EXITED,          /* exited with `code` */
+    KEVO_RUN_TIMEOUT,         /* the deadline passed; the runner was killed */
+    KEVO_RUN_BROKEN           /* spoke nonsense or closed its channel; killed */
+};
+
+struct kevo_run_result {
+    enum kevo_run_end end;
+    int sig, code;            /* SIGNALED / EXITED */
+    int entry;                /* entry running when it ended: >= 0, -1 idle, -2 loading */
+    int call;                 /* ARGS: index of the refused call */
+    double t_reply;           /* OK/ARGS: CLOCK_MONOTONIC when the reply was read */
+};
+
+/*
+ * Start a runner for the shared object so_path exporting n_entries shim entries and wait
+ * (until the absolute CLOCK_MONOTONIC `deadline`) for it to report ready. `slot` is 64 bytes
+ * of arena memory the runner writes the running entry index to (read after a fault). On
+ * anything but KEVO_RUN_OK in *res the runner is gone and *out is NULL.
+ */
+KEVO_NODISCARD enum kevo_status kevo_runner_start(struct kevo_sandbox *sb, const char *so_path,
+                                                  int n_entries, uint64_t slot, double deadline,
+                                                  struct kevo_runner **out,
+                                                  struct kevo_run_result *res,
+                                                  struct kevo_buf *err);
+/* Parameter descriptors of entry e as the runner reported them (n_params in *n). */
+const struct kevo_shim_param *kevo_runner_params(const struct kevo_runner *r, int e, int *n);
+/* 1 while the runner process exists and answers. */
+int kevo_runner_alive(const struct kevo_runner *r);
+
+/* SIGCONT a stopped runner (kevo_runner_send does it too; time() does it before its clock). */
+void kevo_runner_resume(struct kevo_runner *r);
+
+/* Continue the runner and send one RUN: `passes` times every call in order. */
+KEVO_NODISCARD enum kevo_status kevo_runner_send(struct kevo_runner *r,
+                                                 const struct kevo_call *calls, int n_calls,
+                                                 int passes, struct kevo_buf *err);
+/*
+ * Wait for the reply to the last RUN until `deadline`, then stop the runner. Faults and
+ * timeouts come back in *res (the runner is then gone); the return value is only for the
+ * worker's own failures.
+ */
+KEVO_NODISCARD enum kevo_status kevo_runner_wait(struct kevo_runner *r, double deadline,
+                                                 struct kevo_run_result *res);
+/* Kill (if alive), reap and release. NULL is a no-op. */
+void kevo_runner_free(struct kevo_runner *r);
+
+/* CLOCK_MONOTONIC seconds. */
+double kevo_sandbox_now(void);
+
+#endif

@@ -1,0 +1,943 @@
+/*
+ * worker - the evaluation process and its wire protocol (worker.h; docs/internals/worker.md).
+ *
+ * Wire: every message is a 4-byte big-endian length and that many bytes of JSON text that
+ * must be an object. A reader checks the length before it allocates anything; a bad length
+ * leaves the stream at an unknown position, so after one the peer is treated as broken.
+ * Writers never die of SIGPIPE: kevo_wire_send blocks the signal around its write() calls
+ * and swallows the one a closed pipe raises, so it is safe in any process and thread.
+ *
+ * The worker (kevo_worker_main) is one single-threaded process per device: it reads a
+ * request, answers it, reads the next. It owns the device backend, opened at start (before
+ * any request is in memory) and kept (context, module cache, buffers) across requests.
+ * Its stdout is /dev/null, so nothing a candidate or a device library prints can reach the
+ * protocol; stderr carries its log. A sticky device fault is answered and then ends the
+ * process with KEVO_WORKER_EXIT_DEVICE; the pool starts a fresh one.
+ */
+#include "worker/worker.h"
+
+#include "worker/backend.h"
+#include "base/buf.h"
+#include "worker/eval.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "core/sol.h"
+#include "core/task.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Exit codes of kevo_worker_main besides 0 (request pipe closed: a clean stop) and
+ * KEVO_WORKER_EXIT_DEVICE (worker.h). */
+#define WORKER_EXIT_IO    1   /* the protocol stream broke: controller gone, bad frame */
+#define WORKER_EXIT_USAGE 2   /* bad options or unusable protocol fds */
+
+#define WORKER_MSG_MAX  (1u << 20)   /* cap on a reply's message text */
+#define WORKER_LOG_MAX  (4u << 20)   /* cap on a compile log */
+
+/* ---- clock ---- */
+
+double kevo_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- framed I/O ---- */
+
+/* What a read produced besides its status, for callers that must tell the cases apart. */
+struct wire_result {
+    int eof;          /* 1: the peer closed the pipe before the first byte of a message */
+    int in_sync;      /* 1: the stream is at a message boundary (safe to keep reading) */
+    char why[200];    /* what was wrong with a message that did not parse */
+};
+
+/*
+ * Wait until fd is readable (or closed). deadline NULL: no limit. poll() sleeps in whole
+ * milliseconds and may wake early, so the clock is re-checked after every wake-up.
+ */
+static enum kevo_status wait_readable(int fd, const double *deadline)
+{
+    for (;;) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int ms = -1;
+        if (deadline) {
+            double left = *deadline - kevo_now();
+            if (left <= 0)
+                return KEVO_ERR_TIMEOUT;
+            ms = left > 86400.0 ? 86400000 : (int)(left * 1000.0) + 1;
+        }
+        int r = poll(&pfd, 1, ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || (r > 0 && (pfd.revents & POLLNVAL)))
+            return KEVO_ERR_IO;
+        if (r > 0)
+            return KEVO_OK;   /* POLLIN, POLLHUP or POLLERR: read() says which */
+    }
+}
+
+/* Read exactly n bytes. *out_eof is set when the peer closed the pipe. */
+static enum kevo_status read_full(int fd, void *p, size_t n, const double *deadline,
+                                  size_t *out_got, int *out_eof)
+{
+    enum kevo_status st = KEVO_OK;
+    char *c = p;
+    size_t got = 0;
+
+    *out_eof = 0;
+    while (got < n) {
+        if (deadline) {
+            st = wait_readable(fd, deadline);
+            if (st)
+                break;
+        }
+        ssize_t r = read(fd, c + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            st = wait_readable(fd, deadline);   /* a non-blocking fd: wait, then retry */
+            if (st)
+                break;
+            continue;
+        }
+        if (r <= 0) {
+            *out_eof = r == 0;
+            st = KEVO_ERR_IO;
+            break;
+        }
+        got += (size_t)r;
+    }
+    *out_got = got;
+    return st;
+}
+
+/* Parse a complete message body; it must be one JSON object. */
+static enum kevo_status wire_parse(const char *body, size_t len, json_t **out,
+                                   struct wire_result *wr)
+{
+    json_error_t jerr;
+    json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+
+    if (!j) {
+        snprintf(wr->why, sizeof wr->why, "message is not valid JSON: %s (at byte %d)",
+                 jerr.text, jerr.position);
+        return KEVO_ERR_PARSE;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        snprintf(wr->why, sizeof wr->why, "message is not a JSON object");
+        return KEVO_ERR_PARSE;
+    }
+    *out = j;
+    return KEVO_OK;
+}
+
+static enum kevo_status wire_read(int fd, const double *deadline, json_t **out,
+                                  struct wire_result *wr)
+{
+    enum kevo_status st;
+    unsigned char hdr[4];
+    char *body = NULL;
+    size_t got = 0, len;
+    int eof = 0;
+
+    *out = NULL;
+    memset(wr, 0, sizeof *wr);
+    st = read_full(fd, hdr, sizeof hdr, deadline, &got, &eof);
+    if (st) {
+        wr->eof = eof && got == 0;
+        wr->in_sync = got == 0;
+        goto out;
+    }
+    len = (size_t)((uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
+                   (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3]);
+    if (len == 0 || len > KEVO_WIRE_MAX) {
+        /* Checked before allocating: a hostile length must not cost memory. */
+        snprintf(wr->why, sizeof wr->why, "message length %zu is out of range (1..%u)",
+                 len, KEVO_WIRE_MAX);
+        wr->in_sync = len == 0;
+        st = KEVO_ERR_PARSE;
+        goto out;
+    }
+    body = kevo_malloc(len);
+    if (!body) {
+        st = KEVO_ERR_NOMEM;
+        goto out;
+    }
+    st = read_full(fd, body, len, deadline, &got, &eof);
+    if (st)
+        goto out;
+    wr->in_sync = 1;
+    st = wire_parse(body, len, out, wr);
+out:
+    kevo_free(body);
+    return st;
+}
+
+enum kevo_status kevo_wire_recv(int fd, json_t **out)
+{
+    struct wire_result wr;
+
+    return wire_read(fd, NULL, out, &wr);
+}
+
+enum kevo_status kevo_wire_recv_until(int fd, double deadline, json_t **out)
+{
+    struct wire_result wr;
+
+    return wire_read(fd, &deadline, out, &wr);
+}
+
+/* Wait until fd takes more bytes (a non-blocking writer). */
+static void wait_writable(int fd)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * write() everything, with SIGPIPE blocked in this thread. A write to a closed pipe raises
+ * SIGPIPE for the writing thread; if it was not pending before, it is taken back with a
+ * zero-timeout sigtimedwait so that it is never delivered once the mask is restored.
+ */
+static enum kevo_status write_all(int fd, const char *p, size_t n)
+{
+    enum kevo_status st = KEVO_OK;
+    sigset_t pipe_set, old, pending;
+    int was_pending, broken = 0;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigpending(&pending);
+    was_pending = sigismember(&pending, SIGPIPE);
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            wait_writable(fd);
+            continue;
+        }
+        if (w < 0) {
+            broken = errno == EPIPE;
+            st = KEVO_ERR_IO;
+            break;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    if (broken && !was_pending) {
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}
+
+/* json_dump_callback sink: append to a capped buffer, keeping why it stopped (the cap or
+ * memory); returning -1 ends the dump at once. */
+struct dump_sink {
+    struct kevo_buf b;
+    enum kevo_status st;
+};
+
+static int dump_to_buf(const char *p, size_t n, void *data)
+{
+    struct dump_sink *s = data;
+
+    s->st = kevo_buf_add(&s->b, p, n);
+    return s->st == KEVO_OK ? 0 : -1;
+}
+
+enum kevo_status kevo_wire_send(int fd, json_t *msg)
+{
+    enum kevo_status st;
+    struct dump_sink s;
+    size_t len;
+
+    s.st = KEVO_OK;
+    kevo_buf_init(&s.b, (size_t)KEVO_WIRE_MAX + 4);
+    st = json_is_object(msg) ? kevo_buf_add(&s.b, "\0\0\0\0", 4) : KEVO_ERR_INVALID;
+    if (st)
+        goto out;
+    if (json_dump_callback(msg, dump_to_buf, &s, JSON_COMPACT) != 0) {
+        /* The sink stops only at the cap or out of memory; else jansson refused the value
+         * (a string that is not UTF-8, a NaN real). */
+        st = s.st ? s.st : KEVO_ERR_INVALID;
+        goto out;
+    }
+    len = s.b.len - 4;   /* 1 .. KEVO_WIRE_MAX: an object is at least "{}", the cap holds */
+    s.b.data[0] = (char)(len >> 24);
+    s.b.data[1] = (char)(len >> 16);
+    s.b.data[2] = (char)(len >> 8);
+    s.b.data[3] = (char)len;
+    st = write_all(fd, s.b.data, s.b.len);
+out:
+    kevo_buf_free(&s.b);
+    return st;
+}
+
+/* ---- the worker process: setup ---- */
+
+struct worker {
+    const char *backend;      /* "cpu" or "cuda" */
+    int device;
+    int fd_in, fd_out;        /* request and reply pipes */
+    int b_open;
+    struct kevo_backend b;    /* valid when b_open */
+};
+
+static void worker_logger(enum kevo_log_level lvl, const char *msg, void *user)
+{
+    static const char *const names[] = { "error", "warning", "info", "debug" };
+    const char *name = (unsigned)lvl < 4 ? names[lvl] : "log";
+
+    (void)user;
+    fprintf(stderr, "kevo worker[%d]: %s: %s\n", (int)getpid(), name, msg);
+}
+
+/* A non-negative decimal int, the whole string. */
+static int parse_nonneg(const char *s, int *out)
+{
+    char *end = NULL;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct worker *w)
+{
+    w->backend = NULL;
+    w->device = 0;
+    w->fd_in = 3;
+    w->fd_out = 4;
+    for (int i = 1; i < argc; i += 2) {
+        const char *opt = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (strcmp(opt, "--backend") != 0 && strcmp(opt, "--device") != 0 &&
+            strcmp(opt, "--fd-in") != 0 && strcmp(opt, "--fd-out") != 0) {
+            KEVO_ERROR("unknown option '%s' (--backend, --device, --fd-in, --fd-out)", opt);
+            return -1;
+        }
+        if (!val) {
+            KEVO_ERROR("option %s needs a value", opt);
+            return -1;
+        }
+        if (strcmp(opt, "--backend") == 0)
+            w->backend = val;
+        else if (strcmp(opt, "--device") == 0)
+            bad = parse_nonneg(val, &w->device);
+        else if (strcmp(opt, "--fd-in") == 0)
+            bad = parse_nonneg(val, &w->fd_in);
+        else
+            bad = parse_nonneg(val, &w->fd_out);
+        if (bad) {
+            KEVO_ERROR("option %s: '%s' is not a non-negative integer", opt, val);
+            return -1;
+        }
+    }
+    if (!w->backend || (strcmp(w->backend, "cpu") != 0 && strcmp(w->backend, "cuda") != 0)) {
+        KEVO_ERROR("option --backend: cpu or cuda is required");
+        return -1;
+    }
+    if (w->fd_in == w->fd_out) {
+        KEVO_ERROR("--fd-in and --fd-out must differ");
+        return -1;
+    }
+    return 0;
+}
+
+/* Close fds first..last; close_range where the kernel has it, else one by one. */
+static void close_span(int first, int last)
+{
+    if (first > last)
+        return;
+    if (close_range((unsigned)first, (unsigned)last, 0) == 0)
+        return;
+    struct rlimit rl;
+    long top = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < (rlim_t)top)
+        top = (long)rl.rlim_cur;
+    for (long fd = first; fd <= last && fd < top; fd++)
+        close((int)fd);
+}
+
+/* Keep 0, 1, 2 and the protocol fds a < b; nothing inherited may leak to candidates. */
+static void close_other_fds(int a, int b)
+{
+    close_span(3, a - 1);
+    close_span(a + 1, b - 1);
+    close_span(b + 1, INT_MAX);
+}
+
+/* Move a protocol fd off 0..2 (they are about to become /dev/null); make it close-on-exec
+ * so compilers and runners the backend starts never hold the protocol pipes. */
+static int protocol_fd(int *fd)
+{
+    if (fcntl(*fd, F_GETFD) < 0)
+        return -1;
+    if (*fd < 3) {
+        int moved = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+        if (moved < 0)
+            return -1;
+        *fd = moved;
+    }
+    return fcntl(*fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* stdin and stdout become /dev/null; a candidate must never read or write the protocol. */
+static int silence_stdio(void)
+{
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    fflush(stdout);
+    if (dup2(fd, 0) < 0 || dup2(fd, 1) < 0) {
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* 1 when the controller is already gone: its end of the request pipe is closed. */
+static int controller_gone(int fd_in)
+{
+    struct pollfd pfd = { .fd = fd_in, .events = POLLIN };
+
+    return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP) && !(pfd.revents & POLLIN);
+}
+
+static int worker_setup(struct worker *w)
+{
+    struct sigaction sa;
+
+    /* Die with the controller. PR_SET_PDEATHSIG survives exec, so the pool sets it
+     * before exec too; setting it again covers workers started some other way. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    if (protocol_fd(&w->fd_in) || protocol_fd(&w->fd_out)) {
+        KEVO_ERROR("protocol fds %d/%d are not open: %s", w->fd_in, w->fd_out,
+                   strerror(errno));
+        return -1;
+    }
+    close_other_fds(w->fd_in < w->fd_out ? w->fd_in : w->fd_out,
+                    w->fd_in < w->fd_out ? w->fd_out : w->fd_in);
+    if (silence_stdio()) {
+        KEVO_ERROR("cannot redirect stdout to /dev/null: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the worker process: requests ---- */
+
+/* What a request handler produced. */
+struct op_out {
+    json_t *result;           /* the reply's result object, or NULL */
+    struct kevo_buf msg;      /* the reply's message, if any */
+    int device_lost;          /* 1: answer, then exit with KEVO_WORKER_EXIT_DEVICE */
+};
+
+static void msgf(struct op_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void msgf(struct op_out *o, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    enum kevo_status st = kevo_buf_vaddf(&o->msg, fmt, ap);
+    va_end(ap);
+    (void)st;   /* a message cut at the cap is still useful */
+}
+
+/* The backend: opened at start (worker_open_early), or at the first request needing it. */
+static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
+                                       struct kevo_backend **out)
+{
+    enum kevo_status st = KEVO_OK;
+    struct kevo_buf err;
+
+    *out = NULL;
+    kevo_buf_init(&err, 64u << 10);
+    if (!w->b_open) {
+        if (strcmp(w->backend, "cpu") == 0)
+            st = kevo_backend_open_cpu(&w->b, &err);
+        else
+            st = kevo_backend_open_cuda(w->device, &w->b, &err);
+        if (st) {
+            msgf(o, "cannot open the %s backend (device %d): %s", w->backend, w->device,
+                 err.len ? kevo_buf_str(&err) : kevo_status_name(st));
+            goto out;
+        }
+        KEVO_INFO("opened the %s backend, device %d", w->backend, w->device);
+        w->b_open = 1;
+    }
+    *out = &w->b;
+out:
+    kevo_buf_free(&err);
+    return st;
+}
+
+/*
+ * Open the backend before the first request arrives: the CPU backend forks its spawner at
+ * open, and a fork made while a request is in memory would carry that request (its secret
+ * seed) into every runner. A failure here is retried, and reported, at the first request
+ * that needs the backend.
+ */
+static void worker_open_early(struct worker *w)
+{
+    struct op_out o;
+    struct kevo_backend *b = NULL;
+
+    memset(&o, 0, sizeof o);
+    kevo_buf_init(&o.msg, 64u << 10);
+    if (worker_backend(w, &o, &b) != KEVO_OK)
+        KEVO_DEBUG("backend not opened at start: %s", kevo_buf_str(&o.msg));
+    kevo_buf_free(&o.msg);
+}
+
+static enum kevo_status op_ping(struct worker *w, json_t *req, struct op_out *o)
+{
+    (void)w;
+    (void)req;
+    o->result = json_pack("{s:b, s:i}", "pong", 1, "pid", (int)getpid());
+    return o->result ? KEVO_OK : KEVO_ERR_NOMEM;
+}
+
+static json_t *device_info_json(const struct kevo_device_info *d)
+{
+    return json_pack("{s:s, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:i}",
+                     "name", d->name, "arch", d->arch, "cc_major", d->cc_major,
+                     "cc_minor", d->cc_minor, "n_sms", d->n_sms,
+                     "l2_bytes", (json_int_t)d->l2_bytes, "mem_bytes", (json_int_t)d->mem_bytes,
+                     "smem_per_block_optin", (json_int_t)d->smem_per_block_optin,
+                     "smem_per_sm", (json_int_t)d->smem_per_sm,
+                     "max_threads_per_block", d->max_threads_per_block,
+                     "clock_mhz", d->clock_mhz, "mem_clock_mhz", d->mem_clock_mhz,
+                     "bus_width_bits", d->bus_width_bits);
+}
+
+static enum kevo_status op_info(struct worker *w, json_t *req, struct op_out *o)
+{
+    struct kevo_device_info d;
+    struct kevo_backend *b;
+    enum kevo_status st;
+
+    (void)req;
+    st = worker_backend(w, o, &b);
+    if (st)
+        return st;
+    memset(&d, 0, sizeof d);
+    st = b->ops->info(b->ctx, &d);
+    if (st) {
+        msgf(o, "device info failed: %s", kevo_status_name(st));
+        return st;
+    }
+    d.name[sizeof d.name - 1] = '\0';
+    d.arch[sizeof d.arch - 1] = '\0';
+    o->result = device_info_json(&d);
+    if (!o->result)
+        return KEVO_ERR_NOMEM;
+    json_object_set_new(o->result, "backend", json_string(w->backend));
+    json_object_set_new(o->result, "device", json_integer(w->device));
+    return KEVO_OK;
+}
+
+static enum kevo_status op_eval(struct worker *w, json_t *req, struct op_out *o)
+{
+    enum kevo_status st;
+    struct kevo_eval_req er;
+    struct kevo_backend *b;
+    char *emsg = NULL;
+    /* A shallow copy without the envelope: eval sees only its own fields. The texts are
+     * shared with req, which outlives this call, so er may borrow them. */
+    json_t *fields = json_copy(req);
+
+    if (!fields)
+        return KEVO_ERR_NOMEM;
+    json_object_del(fields, "id");
+    json_object_del(fields, "op");
+    memset(&er, 0, sizeof er);
+    st = kevo_eval_req_from_json(fields, &er, &emsg);
+    if (st) {
+        msgf(o, "bad eval request: %s", emsg ? emsg : kevo_status_name(st));
+        goto out;
+    }
+    st = worker_backend(w, o, &b);
+    if (st)
+        goto out;
+    st = kevo_eval_run(b, &er, &o->result);
+    if (st == KEVO_ERR_DEVICE && o->result) {
+        /* The verdict (crash) is in the result; the context is gone, so the process
+         * must go too once the reply is out. */
+        o->device_lost = 1;
+        st = KEVO_OK;
+    } else if (st) {
+        const char *m = json_string_value(json_object_get(o->result, "message"));
+        msgf(o, "evaluation failed: %s", m ? m : kevo_status_name(st));
+        json_decref(o->result);
+        o->result = NULL;
+    }
+out:
+    kevo_free(emsg);
+    json_decref(fields);
+    return st;
+}
+
+static enum kevo_status op_calibrate(struct worker *w, json_t *req, struct op_out *o)
+{
+    json_t *jforce = json_object_get(req, "force");
+    int force = json_is_true(jforce) || (json_is_integer(jforce) && json_integer_value(jforce));
+    struct kevo_backend *b;
+    struct kevo_buf err;
+    enum kevo_status st;
+
+    st = worker_backend(w, o, &b);
+    if (st)
+        return st;
+    kevo_buf_init(&err, 64u << 10);
+    st = kevo_sol_calibrate(b, force, &o->result, &err);
+    if (st) {
+        msgf(o, "calibration failed: %s", err.len ? kevo_buf_str(&err) : kevo_status_name(st));
+        json_decref(o->result);
+        o->result = NULL;
+    }
+    kevo_buf_free(&err);
+    return st;
+}
+
+/* ---- compile (resource report) ---- */
+
+/* Everything one compile request owns, freed in one place. */
+struct compile_job {
+    struct kevo_task *task, *cand;
+    const struct kevo_task *unit;     /* what is compiled: the candidate, else the task */
+    struct kevo_compile_src src;      /* its compile request */
+    struct kevo_module *mod;
+    struct kevo_buf log;
+};
+
+static void compile_job_free(struct compile_job *j, struct kevo_backend *b)
+{
+    if (j->mod && b)
+        b->ops->module_free(b->ctx, j->mod);
+    kevo_task_free(j->cand);
+    kevo_task_free(j->task);
+    kevo_compile_src_free(&j->src);
+    kevo_buf_free(&j->log);
+}
+
+static const char *str_field(json_t *req, const char *key, size_t *out_len)
+{
+    json_t *v = json_object_get(req, key);
+
+    if (out_len)
+        *out_len = json_string_length(v);
+    return json_string_value(v);
+}
+
+/* Parse the task and, when given, the candidate; j->unit is what will be compiled. */
+static enum kevo_status compile_parse(json_t *req, struct compile_job *j, struct op_out *o)
+{
+    size_t tlen = 0, clen = 0;
+    const char *path = str_field(req, "path", NULL);
+    const char *text = str_field(req, "text", &tlen);
+    const char *cpath = str_field(req, "cand_path", NULL);
+    const char *ctext = str_field(req, "cand_text", &clen);
+    enum kevo_status st;
+    char *pmsg = NULL;
+
+    if (!path || !text) {
+        msgf(o, "compile: fields \"path\" and \"text\" (strings) are required");
+        return KEVO_ERR_INVALID;
+    }
+    st = kevo_task_parse(path, text, tlen, &j->task, &pmsg);
+    if (!st && ctext)
+        st = kevo_candidate_parse(j->task, cpath ? cpath : "<candidate>", ctext, clen,
+                                  &j->cand, &pmsg);
+    if (st) {
+        msgf(o, "%s", pmsg ? pmsg : kevo_status_name(st));
+        kevo_free(pmsg);
+        return st;
+    }
+    j->unit = j->cand ? j->cand : j->task;
+    return KEVO_OK;
+}
+
+/* The compile request, with -D values from the request's "params" (one integer per
+ * declared param) or the defaults. */
+static enum kevo_status compile_params(json_t *req, struct compile_job *j, struct op_out *o)
+{
+    const struct kevo_task *u = j->unit;
+    json_t *jp = json_object_get(req, "params");
+    int64_t *values = NULL;
+    enum kevo_status st;
+
+    if (jp && !json_is_null(jp) &&
+        (!json_is_array(jp) || json_array_size(jp) != (size_t)u->n_params)) {
+        msgf(o, "compile: \"params\" must be an array of %d integers (the params of %s)",
+             u->n_params, u->path);
+        return KEVO_ERR_INVALID;
+    }
+    values = kevo_calloc((size_t)u->n_params + 1, sizeof *values);
+    if (!values)
+        return KEVO_ERR_NOMEM;
+    for (int i = 0; i < u->n_params; i++) {
+        json_t *v = json_array_get(jp, (size_t)i);
+        if (v && !json_is_integer(v)) {
+            msgf(o, "compile: params[%d] (%s) is not an integer", i, u->params[i].name);
+            kevo_free(values);
+            return KEVO_ERR_INVALID;
+        }
+        values[i] = v ? (int64_t)json_integer_value(v) : u->params[i].values[0];
+    }
+    st = kevo_compile_src_init(&j->src, u, values);
+    kevo_free(values);
+    return st;
+}
+
+static json_t *kernel_json(const char *name, const struct kevo_func_info *fi)
+{
+    json_t *sizes = json_array();
+    int n = fi->n_params < KEVO_MAX_ARGS ? fi->n_params : KEVO_MAX_ARGS;
+
+    for (int i = 0; sizes && i < n; i++)
+        json_array_append_new(sizes, json_integer(fi->param_size[i]));
+    return json_pack("{s:s, s:i, s:i, s:i, s:i, s:o}", "name", name, "regs", fi->num_regs,
+                     "smem", fi->static_smem, "local_bytes", fi->local_bytes,
+                     "max_threads_per_block", fi->max_threads_per_block, "params", sizes);
+}
+
+/* Compile j->unit and build {"ok","log","kernels"}. A compile error is data (ok false). */
+static enum kevo_status compile_run(struct kevo_backend *b, struct compile_job *j,
+                                    struct op_out *o)
+{
+    const struct kevo_task *u = j->unit;
+    const struct kevo_compile_req *cr = &j->src.req;
+    enum kevo_status st = b->ops->compile(b->ctx, cr, &j->mod, &j->log);
+    json_t *kernels = json_array();
+    int ok = st == KEVO_OK;
+
+    if (st && st != KEVO_ERR_COMPILE) {
+        msgf(o, "compile of %s failed: %s", u->path,
+             j->log.len ? kevo_buf_str(&j->log) : kevo_status_name(st));
+        json_decref(kernels);
+        return st;
+    }
+    for (int i = 0; ok && i < cr->n_entries; i++) {
+        struct kevo_func_info fi;
+        memset(&fi, 0, sizeof fi);
+        enum kevo_status fs = b->ops->func_info(b->ctx, j->mod, i, &fi);
+        if (fs == KEVO_ERR_DEVICE) {
+            json_decref(kernels);
+            return fs;
+        }
+        if (fs) {
+            fs = kevo_buf_addf(&j->log, "%serror: kernel '%s' of the launch plan: %s\n",
+                               j->log.len ? "\n" : "", cr->entries[i], kevo_status_name(fs));
+            (void)fs;   /* the log is capped; a cut note still says ok false */
+            ok = 0;
+            break;
+        }
+        json_array_append_new(kernels, kernel_json(cr->entries[i], &fi));
+    }
+    o->result = json_pack("{s:b, s:s, s:o}", "ok", ok, "log", kevo_buf_str(&j->log),
+                          "kernels", kernels);
+    return o->result ? KEVO_OK : KEVO_ERR_NOMEM;
+}
+
+static enum kevo_status op_compile(struct worker *w, json_t *req, struct op_out *o)
+{
+    struct compile_job j;
+    struct kevo_backend *b = NULL;
+    enum kevo_status st;
+
+    memset(&j, 0, sizeof j);
+    kevo_buf_init(&j.log, WORKER_LOG_MAX);
+    st = compile_parse(req, &j, o);
+    if (!st)
+        st = compile_params(req, &j, o);
+    if (!st)
+        st = worker_backend(w, o, &b);
+    if (!st)
+        st = compile_run(b, &j, o);
+    compile_job_free(&j, b);
+    return st;
+}
+
+/* ---- dispatch ---- */
+
+typedef enum kevo_status (*op_fn)(struct worker *w, json_t *req, struct op_out *o);
+
+static const struct {
+    const char *name;
+    op_fn fn;
+} ops[] = {
+    { "ping", op_ping },
+    { "info", op_info },
+    { "eval", op_eval },
+    { "calibrate", op_calibrate },
+    { "compile", op_compile },
+};
+
+/* {"id", "status", "message"?, "result"?, "exiting"?}; result is stolen. */
+static json_t *reply_new(json_t *id, enum kevo_status st, const char *msg, json_t *result,
+                         int exiting)
+{
+    json_t *r = json_object();
+
+    if (!r) {
+        json_decref(result);
+        return NULL;
+    }
+    json_object_set(r, "id", id ? id : json_null());
+    json_object_set_new(r, "status", json_string(kevo_status_name(st)));
+    if (msg && *msg)
+        json_object_set_new(r, "message", json_string(msg));
+    if (result)
+        json_object_set_new(r, "result", result);
+    if (exiting)
+        json_object_set_new(r, "exiting", json_true());   /* tells the pool to reap us */
+    return r;
+}
+
+/* Run one request; *out_exit becomes an exit code when the process must end after it. */
+static json_t *worker_dispatch(struct worker *w, json_t *req, int *out_exit)
+{
+    struct op_out o;
+    json_t *id = json_object_get(req, "id");
+    const char *op = json_string_value(json_object_get(req, "op"));
+    enum kevo_status st = KEVO_ERR_INVALID;
+    size_t i;
+    json_t *r;
+
+    memset(&o, 0, sizeof o);
+    kevo_buf_init(&o.msg, WORKER_MSG_MAX);
+    for (i = 0; op && i < sizeof ops / sizeof ops[0]; i++) {
+        if (strcmp(op, ops[i].name) == 0)
+            break;
+    }
+    if (!op)
+        msgf(&o, "request has no \"op\" string");
+    else if (i == sizeof ops / sizeof ops[0])
+        msgf(&o, "unknown op '%s' (ping, info, eval, calibrate, compile)", op);
+    else
+        st = ops[i].fn(w, req, &o);
+    if (st == KEVO_ERR_DEVICE || o.device_lost) {
+        KEVO_ERROR("device fault (%s): exiting", o.msg.len ? kevo_buf_str(&o.msg) : "sticky");
+        *out_exit = KEVO_WORKER_EXIT_DEVICE;
+    }
+    if (st) {
+        json_decref(o.result);   /* a failed request carries no result */
+        o.result = NULL;
+    }
+    r = reply_new(id, st, kevo_buf_str(&o.msg), o.result, *out_exit >= 0);
+    kevo_buf_free(&o.msg);
+    return r;
+}
+
+/* Send a reply; one that cannot be encoded (too big) becomes a short error reply. */
+static enum kevo_status worker_send(struct worker *w, json_t *reply)
+{
+    enum kevo_status st = kevo_wire_send(w->fd_out, reply);
+    json_t *small;
+
+    if (st == KEVO_OK || st == KEVO_ERR_IO)
+        return st;
+    KEVO_WARN("reply could not be sent (%s); sending an error instead", kevo_status_name(st));
+    small = reply_new(json_object_get(reply, "id"), st, "the reply could not be encoded "
+                      "(larger than the wire limit, or not valid UTF-8)", NULL,
+                      json_is_true(json_object_get(reply, "exiting")));
+    if (!small)
+        return KEVO_ERR_NOMEM;
+    st = kevo_wire_send(w->fd_out, small);
+    json_decref(small);
+    return st;
+}
+
+/* Serve until the controller closes the request pipe (0) or something ends the process. */
+static int worker_serve(struct worker *w)
+{
+    for (;;) {
+        struct wire_result wr;
+        json_t *req = NULL, *reply = NULL;
+        int exit_code = -1;
+        enum kevo_status st = wire_read(w->fd_in, NULL, &req, &wr);
+
+        if (st == KEVO_ERR_IO && wr.eof)
+            return 0;
+        if (st == KEVO_ERR_PARSE && wr.in_sync) {
+            KEVO_WARN("bad request: %s", wr.why);
+            reply = reply_new(NULL, st, wr.why, NULL, 0);   /* keep serving */
+        } else if (st) {
+            KEVO_ERROR("request stream broken (%s%s%s): exiting", kevo_status_name(st),
+                       wr.why[0] ? ": " : "", wr.why);
+            return WORKER_EXIT_IO;
+        } else {
+            reply = worker_dispatch(w, req, &exit_code);
+        }
+        json_decref(req);
+        st = reply ? worker_send(w, reply) : KEVO_ERR_NOMEM;
+        json_decref(reply);
+        if (st) {
+            KEVO_ERROR("cannot send a reply (%s): exiting", kevo_status_name(st));
+            return WORKER_EXIT_IO;
+        }
+        if (exit_code >= 0)
+            return exit_code;
+    }
+}
+
+int kevo_worker_main(int argc, char **argv)
+{
+    struct worker w;
+    int rc;
+
+    memset(&w, 0, sizeof w);
+    kevo_log_set(worker_logger, NULL,
+                 getenv("KEVO_WORKER_DEBUG") || getenv("KEVO_VERBOSE") ? KEVO_LOG_DEBUG
+                                                                       : KEVO_LOG_WARN);
+    if (parse_args(argc, argv, &w))
+        return WORKER_EXIT_USAGE;
+    if (worker_setup(&w))
+        return WORKER_EXIT_USAGE;
+    if (controller_gone(w.fd_in)) {
+        KEVO_INFO("controller already gone: exiting");
+        return 0;
+    }
+    worker_open_early(&w);
+    KEVO_DEBUG("serving the %s backend, device %d", w.backend, w.device);
+    rc = worker_serve(&w);
+    /* After a device fault the context is poisoned; teardown could hang, exit does it. */
+    if (w.b_open && rc != KEVO_WORKER_EXIT_DEVICE)
+        kevo_backend_close(&w.b);
+    return rc;
+}
