@@ -329,21 +329,29 @@ int cli_eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
     }
     if (strcmp(a, "--device") == 0) {
         long d = cli_parse_count(v);
-        if (d < 0 || d > 1024)
-            return cli_usage("--device needs a device number"), -1;
+        if (d < 0 || d > 1024) {
+            cli_usage("--device needs a device number");
+            return -1;
+        }
         o->device = (int)d;
     } else if (strcmp(a, "--trials") == 0) {
         long t = cli_parse_count(v);
-        if (t < 3 || t > 100)
-            return cli_usage("--trials needs a number from 3 to 100"), -1;
+        if (t < 3 || t > 100) {
+            cli_usage("--trials needs a number from 3 to 100");
+            return -1;
+        }
         o->trials = (int)t;
     } else if (strcmp(a, "--backend") == 0) {
-        if (parse_backend(v, &o->backend))
-            return cli_usage("--backend is cpu or cuda"), -1;
+        if (parse_backend(v, &o->backend)) {
+            cli_usage("--backend is cpu or cuda");
+            return -1;
+        }
     } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--time-cap") == 0) {
         double sec = cli_parse_seconds(v);
-        if (sec <= 0)
-            return cli_usage("--deadline/--time-cap need a number of seconds"), -1;
+        if (sec <= 0) {
+            cli_usage("--deadline/--time-cap need a number of seconds");
+            return -1;
+        }
         if (a[2] == 'd')
             o->deadline_s = sec;
         else
@@ -369,27 +377,34 @@ static int cmd_eval(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int r = cli_eval_option(argc, argv, &i, &o);
-        if (r < 0)
-            return free(cands), EXIT_USAGE;
+        if (r < 0) {
+            rc = EXIT_USAGE;
+            goto out;
+        }
         if (r > 0)
             continue;
         if (strcmp(a, "--json") == 0) {
             as_json = 1;
         } else if (strcmp(a, "--dump") == 0) {
-            if (i + 1 >= argc)
-                return free(cands), cli_usage("--dump needs a directory");
+            if (i + 1 >= argc) {
+                rc = cli_usage("--dump needs a directory");
+                goto out;
+            }
             o.dump_dir = argv[++i];
         } else if (a[0] == '-') {
             fprintf(stderr, "kevo: unknown option '%s'\n", a);
-            return free(cands), cli_usage(NULL);
+            rc = cli_usage(NULL);
+            goto out;
         } else if (!task) {
             task = a;
         } else {
             cands[n_cands++] = a;
         }
     }
-    if (!task)
-        return free(cands), cli_usage("eval needs a task file");
+    if (!task) {
+        rc = cli_usage("eval needs a task file");
+        goto out;
+    }
     enum kevo_status st = kevo_eval_json(task, cands, n_cands, &o, &json, &msg);
     if (st != KEVO_OK) {
         fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
@@ -401,6 +416,7 @@ static int cmd_eval(int argc, char **argv)
         print_report(doc);
         json_decref(doc);
     }
+out:
     kevo_free(json);
     kevo_free(msg);
     free(cands);
@@ -480,19 +496,24 @@ static int cmd_bench(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int r = cli_eval_option(argc, argv, &i, &o.eval);
-        if (r < 0)
-            return free(paths), EXIT_USAGE;
+        if (r < 0) {
+            rc = EXIT_USAGE;
+            goto out;
+        }
         if (r > 0)
             continue;
         if (strcmp(a, "--json") == 0) {
             as_json = 1;
         } else if (strcmp(a, "--candidates") == 0 || strcmp(a, "--baselines") == 0) {
-            if (i + 1 >= argc)
-                return free(paths), cli_usage("--candidates/--baselines need a path");
+            if (i + 1 >= argc) {
+                rc = cli_usage("--candidates/--baselines need a path");
+                goto out;
+            }
             *(a[2] == 'c' ? &o.cand_dir : &o.baselines) = argv[++i];
         } else if (a[0] == '-') {
             fprintf(stderr, "kevo: unknown option '%s'\n", a);
-            return free(paths), cli_usage(NULL);
+            rc = cli_usage(NULL);
+            goto out;
         } else {
             paths[n++] = a;
         }
@@ -512,6 +533,7 @@ static int cmd_bench(int argc, char **argv)
         print_bench(doc);
         json_decref(doc);
     }
+out:
     kevo_free(json);
     kevo_free(msg);
     free(paths);

@@ -158,18 +158,24 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
     long n;
     double d;
 
-    if (strcmp(a, "--json") == 0)
-        return *json = 1, 1;
-    if (strcmp(a, "--offline") == 0)
-        return o->offline = 1, 1;
+    if (strcmp(a, "--json") == 0) {
+        *json = 1;
+        return 1;
+    }
+    if (strcmp(a, "--offline") == 0) {
+        o->offline = 1;
+        return 1;
+    }
     if (!v)
         return 0;
     if (strcmp(a, "--budget") == 0 || strcmp(a, "--stagnation") == 0 ||
         strcmp(a, "--resume") == 0 || strcmp(a, "--islands") == 0 ||
         strcmp(a, "--rng-seed") == 0 || strcmp(a, "--replay") == 0) {
-        if ((n = cli_parse_count(v)) <= 0)
-            return cli_usage("--budget/--stagnation/--resume/--replay/--islands/--rng-seed need "
-                             "a positive number"), -1;
+        if ((n = cli_parse_count(v)) <= 0) {
+            cli_usage("--budget/--stagnation/--resume/--replay/--islands/--rng-seed need "
+                      "a positive number");
+            return -1;
+        }
         if (strcmp(a, "--replay") == 0)
             o->replay = n;
         else if (a[2] == 'b')
@@ -183,12 +189,16 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         else
             o->rng_seed = (uint64_t)n;
     } else if (strcmp(a, "--time") == 0 || strcmp(a, "--target") == 0) {
-        if ((d = cli_parse_seconds(v)) <= 0)
-            return cli_usage("--time needs seconds, --target a fraction of SOL"), -1;
+        if ((d = cli_parse_seconds(v)) <= 0) {
+            cli_usage("--time needs seconds, --target a fraction of SOL");
+            return -1;
+        }
         *(a[3] == 'i' ? &o->time_s : &o->target) = d;
     } else if (strcmp(a, "--gpus") == 0) {
-        if ((o->n_gpus = parse_gpus(v, gpus, MAX_GPUS)) < 0)
-            return cli_usage("--gpus needs a list of device numbers, e.g. 0,1"), -1;
+        if ((o->n_gpus = parse_gpus(v, gpus, MAX_GPUS)) < 0) {
+            cli_usage("--gpus needs a list of device numbers, e.g. 0,1");
+            return -1;
+        }
         o->gpus = gpus;
     } else if (strcmp(a, "--seed") == 0) {
         seeds[o->n_seeds++] = v;
@@ -199,12 +209,16 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
     } else if (strcmp(a, "--prices") == 0) {
         o->prices = v;
     } else if (strcmp(a, "--llm-concurrency") == 0) {
-        if ((n = cli_parse_count(v)) <= 0 || n > 32)
-            return cli_usage("--llm-concurrency needs 1 to 32"), -1;
+        if ((n = cli_parse_count(v)) <= 0 || n > 32) {
+            cli_usage("--llm-concurrency needs 1 to 32");
+            return -1;
+        }
         o->llm_concurrency = (int)n;
     } else if (strcmp(a, "--cost-cap") == 0) {
-        if ((d = cli_parse_seconds(v)) <= 0)
-            return cli_usage("--cost-cap needs a positive amount"), -1;
+        if ((d = cli_parse_seconds(v)) <= 0) {
+            cli_usage("--cost-cap needs a positive amount");
+            return -1;
+        }
         o->cost_cap = d;
     } else if (strcmp(a, "--archive") == 0) {
         o->archive = v;
@@ -288,8 +302,10 @@ int cli_cmd_run(int argc, char **argv)
         int r = cli_eval_option(argc, argv, &i, &o.eval);
         if (r == 0)
             r = run_option(argc, argv, &i, &o, gpus, seeds, models, &sh.json);
-        if (r < 0)
-            return free(seeds), free(models), EXIT_USAGE;
+        if (r < 0) {
+            rc = EXIT_USAGE;
+            goto out;
+        }
         if (r > 0)
             continue;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
@@ -298,18 +314,23 @@ int cli_cmd_run(int argc, char **argv)
         }
         if (argv[i][0] == '-' || task) {
             fprintf(stderr, "kevo: unexpected '%s'\n", argv[i]);
-            return free(seeds), free(models), cli_usage(NULL);
+            rc = cli_usage(NULL);
+            goto out;
         }
         task = argv[i];
     }
-    if (!task && !o.resume && !o.replay)
-        return free(seeds), free(models),
-               cli_usage("run needs a task file (or --resume ID, or --replay ID)");
-    if (o.replay && (task || o.resume))
-        return free(seeds), free(models),
-               cli_usage("--replay takes the run's own task and options: no task file, no --resume");
-    if (load_config(config, &o, models, &cfg) < 0)
-        return free(seeds), free(models), EXIT_USAGE;
+    if (!task && !o.resume && !o.replay) {
+        rc = cli_usage("run needs a task file (or --resume ID, or --replay ID)");
+        goto out;
+    }
+    if (o.replay && (task || o.resume)) {
+        rc = cli_usage("--replay takes the run's own task and options: no task file, no --resume");
+        goto out;
+    }
+    if (load_config(config, &o, models, &cfg) < 0) {
+        rc = EXIT_USAGE;
+        goto out;
+    }
     signal(SIGINT, on_sigint);
     enum kevo_status st = kevo_run(task, &o, on_event, &sh, &stop_flag, &id, &json, &msg);
     json_decref(cfg);
@@ -325,6 +346,7 @@ int cli_cmd_run(int argc, char **argv)
     } else if (!sh.json) {
         print_summary(json, id);
     }
+out:
     kevo_free(json);
     kevo_free(msg);
     free(seeds);

@@ -4,18 +4,17 @@
  * it never initialises CUDA itself (only workers do).
  */
 #include "kevo.h"
-#include "worker/backend_cpu.h"
 #include "base/buf.h"
 #include "ctl/evalreq.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "worker/rtc.h"
 #include "ctl/pool.h"
 #include "ctl/sigcheck.h"
 #include "core/sol.h"
 #include "core/task.h"
-#include "worker/worker.h"
+#include "base/clock.h"
+#include "core/wire.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -53,28 +52,49 @@ static const char *check_arch(void)
     return a && *a ? a : "sm_90a";
 }
 
-/* Compile one parsed file with the compiler of its language (no device needed). */
-static enum kevo_status compile_only(const struct kevo_task *t, char **out_msg)
+static enum kevo_status open_pool(const char *backend, int device, struct kevo_pool **out,
+                                  char **out_msg);
+
+/*
+ * Compile the task, or the candidate against it, with the compiler of its language and no
+ * device: in a worker started with `--backend none`, never in this process (untrusted
+ * source goes to a compiler only where a crash costs a worker, not kevo).
+ */
+static enum kevo_status compile_only(const struct kevo_task *task,
+                                     const struct kevo_task *cand, char **out_msg)
 {
-    struct kevo_compile_src c;
-    struct kevo_buf log;
-    enum kevo_status st = kevo_compile_src_init(&c, t, NULL);
+    const char *shown = cand ? cand->path : task->path;
+    struct kevo_pool *pool = NULL;
+    json_t *req = NULL, *reply = NULL, *res;
+    enum kevo_status st = open_pool("none", 0, &pool, out_msg);
 
     if (st)
-        return st;
-    kevo_buf_init(&log, 1 << 16);
-    if (t->lang == KEVO_LANG_CUDA) {
-        void *cubin = NULL;
-        size_t n = 0;
-        st = kevo_rtc_compile(&c.req, check_arch(), &cubin, &n, &log, NULL);
-        kevo_free(cubin);
-    } else {
-        st = kevo_cpu_compile_check(&c.req, &log);
+        goto out;
+    req = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s}", "op", "check", "path", task->path,
+                    "text", task->source, "cand_path", cand ? cand->path : NULL, "cand_text",
+                    cand ? cand->source : NULL, "arch", check_arch());
+    if (!req) {
+        st = KEVO_ERR_NOMEM;
+        goto out;
     }
-    if (st != KEVO_OK)
-        *out_msg = msg_dup("%s: does not compile:\n%s", t->path, kevo_buf_str(&log));
-    kevo_buf_free(&log);
-    kevo_compile_src_free(&c);
+    st = kevo_pool_call(pool, 0, req, DEFAULT_DEADLINE_S, &reply);
+    if (st) {
+        *out_msg = msg_dup("%s: the compile worker failed: %s", shown, kevo_status_name(st));
+        goto out;
+    }
+    res = json_object_get(reply, "result");
+    if (!json_is_true(json_object_get(res, "ok"))) {
+        const char *log = json_string_value(json_object_get(res, "log"));
+        if (!log)   /* the worker's own failure, or a verdict it synthesized (timeout, crash) */
+            log = json_string_value(json_object_get(json_is_object(res) ? res : reply,
+                                                    "message"));
+        st = KEVO_ERR_COMPILE;
+        *out_msg = msg_dup("%s: does not compile:\n%s", shown, log ? log : "?");
+    }
+out:
+    json_decref(reply);
+    json_decref(req);
+    kevo_pool_free(pool);
     return st;
 }
 
@@ -94,7 +114,7 @@ enum kevo_status kevo_check_file(const char *path, const char *task_path, char *
     }
     st = kevo_sig_check(task, cand, out_msg);
     if (!st)
-        st = compile_only(cand ? cand : task, out_msg);
+        st = compile_only(task, cand, out_msg);
 out:
     kevo_task_free(cand);
     kevo_task_free(task);

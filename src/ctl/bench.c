@@ -99,9 +99,9 @@ static enum kevo_status collect(const char *path, struct paths *out, char **msg)
             st = KEVO_ERR_NOMEM;
         }
         kevo_free(sub);
-        free(ents[i]);
+        kevo_free(ents[i]);   /* scandir's: kevo_free is free() */
     }
-    free(ents);
+    kevo_free(ents);
     return st;
 }
 

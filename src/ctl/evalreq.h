@@ -1,6 +1,6 @@
 /*
  * evalreq - the controller's side of one evaluation: build the worker's eval request
- * (src/worker.c reads it; docs/eval-json.md), send it on a pool slot with its deadline,
+ * (src/worker/worker.c reads it; docs/eval-json.md), send it on a pool slot with its deadline,
  * and unwrap the result. Shared by `kevo eval`, `kevo bench` (through kevo_eval_json) and
  * `kevo run`. Every request carries a fresh secret seed the proposer never sees.
  */

@@ -15,7 +15,7 @@
  * argument is passed at exactly its declared width.
  */
 #include "ctl/archive.h"
-#include "worker/backend_cpu_shim.h"
+#include "core/cproto.h"
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "ctl/genome.h"
@@ -216,17 +216,17 @@ static void c_arg(struct kevo_buf *b, const struct exp *x, const struct kevo_tas
 static int c_launch(struct kevo_buf *b, struct exp *x, const struct kevo_task *src,
                     const struct kevo_launch *l, const char *prefix)
 {
-    struct kevo_cpu_proto p;
+    struct kevo_cproto p;
     struct kevo_buf why;
 
     kevo_buf_init(&why, 1024);
-    enum kevo_status st = kevo_cpu_proto_find(src->source, src->source_len, l->kernel, &p, &why);
+    enum kevo_status st = kevo_cproto_find(src->source, src->source_len, l->kernel, &p, &why);
     kevo_buf_free(&why);
     if (st || p.n_params != l->n_args) {
         kevo_buf_say(&x->err, "%s:%d: cannot read the parameter list of '%s' (a template or a "
               "macro?); export needs a plain extern \"C\" kernel", src->path, l->line, l->kernel);
         if (!st)
-            kevo_cpu_proto_clear(&p);
+            kevo_cproto_clear(&p);
         return -1;
     }
     kevo_buf_say(b, "    {   /* %s, line %d */\n", l->kernel, l->line);
@@ -256,7 +256,7 @@ static int c_launch(struct kevo_buf *b, struct exp *x, const struct kevo_task *s
             kevo_buf_say(b, "%skv_a%d", i ? ", " : "", i);
         kevo_buf_say(b, ");\n    }\n");
     }
-    kevo_cpu_proto_clear(&p);
+    kevo_cproto_clear(&p);
     return 0;
 }
 
@@ -298,10 +298,10 @@ static int c_decls(struct kevo_buf *b, struct exp *x, const struct kevo_task *sr
             kevo_buf_say(b, "extern void %s%s(void);\n", prefix, k[i]);
             continue;
         }
-        struct kevo_cpu_proto p;
+        struct kevo_cproto p;
         struct kevo_buf why;
         kevo_buf_init(&why, 1024);
-        enum kevo_status st = kevo_cpu_proto_find(src->source, src->source_len, k[i], &p, &why);
+        enum kevo_status st = kevo_cproto_find(src->source, src->source_len, k[i], &p, &why);
         kevo_buf_free(&why);
         if (st) {
             kevo_buf_say(&x->err, "%s: cannot read the parameter list of '%s'", src->path, k[i]);
@@ -311,7 +311,7 @@ static int c_decls(struct kevo_buf *b, struct exp *x, const struct kevo_task *sr
         for (int a = 0; a < p.n_params; a++)
             kevo_buf_say(b, "%s%s", a ? ", " : "", p.types[a]);
         kevo_buf_say(b, "%s);\n", p.n_params ? "" : "void");
-        kevo_cpu_proto_clear(&p);
+        kevo_cproto_clear(&p);
     }
     return 0;
 }

@@ -4,7 +4,7 @@
  * its evidence), crossover (two parents) and plan (the model names one strategy, then a
  * second call implements it). Calls run on their own threads, at most max_concurrent at a
  * time, so a slow model never holds up the workers; the run's controller builds the
- * prompts (src/prompt.c), hands them over with kevo_llmops_submit, and gets each finished
+ * prompts (src/ctl/prompt.c), hands them over with kevo_llmops_submit, and gets each finished
  * call back through the callback, on the proposer's thread.
  *
  * Costs: every reply's tokens are priced by its model; a new call is refused while the

@@ -22,7 +22,8 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "worker/worker.h"
+#include "base/clock.h"
+#include "core/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -94,7 +94,7 @@ static void verdict_text(struct kevo_buf *b, json_t *r)
     if (json_object_size(ev)) {
         char *e = json_dumps(ev, JSON_COMPACT);
         kevo_buf_say(b, "\nEvidence: %.3000s", e ? e : "{}");
-        free(e);
+        kevo_free(e);
     }
     if (log && *log)
         kevo_buf_say(b, "\nCompiler output (excerpt):\n```\n%.*s\n```", LOG_EXCERPT, log);
@@ -117,7 +117,7 @@ static void metrics_text(struct kevo_buf *b, json_t *r)
                  num(t, "median_s") * 1e6, 100 * num(w, "sol_fraction"), num(w, "gbps"),
                  num(w, "tflops"), ai, ai > RIDGE ? "compute-heavy" : "memory-bound");
         kevo_buf_say(b, "\n");
-        free(sz);
+        kevo_free(sz);
     }
     json_array_foreach(json_object_get(r, "resources"), i, w)
         kevo_buf_say(b, "- kernel %s: %d registers/thread, %d B static shared memory, %d B local memory "
@@ -215,9 +215,9 @@ static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c, j
             notes[n++] = (struct note){ t, s };
         else
             kevo_free(t);
-        free(ents[i]);
+        kevo_free(ents[i]);   /* scandir's: kevo_free is free() */
     }
-    free(ents);
+    kevo_free(ents);
     qsort(notes, (size_t)n, sizeof *notes, by_score);
     for (int i = 0; i < n; i++) {
         if (i < max) {   /* the body, past the header */

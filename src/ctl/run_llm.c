@@ -4,7 +4,7 @@
  * and metrics, what its siblings did), serves it from the response cache when the same
  * prompt was answered before, and hands the others to llmops' threads. Each reply comes
  * back through the run's done queue: it is recorded (prompt, reply, tokens, cost), turned
- * into a candidate (src/reply.c) and queued for the workers, or recorded with the reason
+ * into a candidate (src/ctl/reply.c) and queued for the workers, or recorded with the reason
  * it could not be used, without costing GPU time.
  */
 #include "ctl/run_int.h"

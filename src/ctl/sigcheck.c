@@ -8,7 +8,7 @@
  * worker's checks at launch.
  */
 #include "ctl/sigcheck.h"
-#include "worker/backend_cpu_shim.h"
+#include "core/cproto.h"
 #include "base/buf.h"
 #include "base/mem.h"
 
@@ -34,12 +34,12 @@ static int pointee(const char *type, char *out, size_t n)
 {
     static const char *const quals[] = { "const", "volatile", "__restrict__", "__restrict",
                                          "restrict", "struct", "signed" };
-    char buf[256];
+    char buf[256], *save = NULL;
     int stars = 0;
     size_t o = 0;
 
     snprintf(buf, sizeof buf, "%s", type);
-    for (char *tok = strtok(buf, " \t*"); tok; tok = strtok(NULL, " \t*")) {
+    for (char *tok = strtok_r(buf, " \t*", &save); tok; tok = strtok_r(NULL, " \t*", &save)) {
         int q = 0;
         for (size_t i = 0; i < sizeof quals / sizeof *quals; i++)
             q |= strcmp(tok, quals[i]) == 0;
@@ -90,18 +90,22 @@ static int check_arg(const struct kevo_task *task, const struct kevo_task *cand,
     const char *tn = a->kind == KEVO_ARG_TENSOR ? tensor_name_dtype(task, cand, a->index, &dt)
                                                 : NULL;
 
-    if (a->kind == KEVO_ARG_TENSOR && !ptr)
-        return kevo_buf_say(msg, "argument %d (tensor %s) goes to parameter %d of '%s', "
-                             "'%s', which is not a pointer", i + 1, a->text, i + 1, l->kernel,
-                             type), 1;
-    if (a->kind != KEVO_ARG_TENSOR && ptr)
-        return kevo_buf_say(msg, "argument %d ('%s', not a tensor) goes to parameter %d of "
-                             "'%s', '%s', which is a pointer", i + 1, a->text, i + 1, l->kernel,
-                             type), 1;
-    if (tn && !pointee_ok(dt, pt))
-        return kevo_buf_say(msg, "argument %d (tensor %s, %s) goes to parameter %d of '%s', "
-                             "'%s', which points to another type", i + 1, tn,
-                             kevo_dtype_name(dt), i + 1, l->kernel, type), 1;
+    if (a->kind == KEVO_ARG_TENSOR && !ptr) {
+        kevo_buf_say(msg, "argument %d (tensor %s) goes to parameter %d of '%s', "
+                     "'%s', which is not a pointer", i + 1, a->text, i + 1, l->kernel, type);
+        return 1;
+    }
+    if (a->kind != KEVO_ARG_TENSOR && ptr) {
+        kevo_buf_say(msg, "argument %d ('%s', not a tensor) goes to parameter %d of "
+                     "'%s', '%s', which is a pointer", i + 1, a->text, i + 1, l->kernel, type);
+        return 1;
+    }
+    if (tn && !pointee_ok(dt, pt)) {
+        kevo_buf_say(msg, "argument %d (tensor %s, %s) goes to parameter %d of '%s', "
+                     "'%s', which points to another type", i + 1, tn,
+                     kevo_dtype_name(dt), i + 1, l->kernel, type);
+        return 1;
+    }
     return 0;
 }
 
@@ -110,13 +114,13 @@ static enum kevo_status check_launch(const struct kevo_task *task, const struct 
                                      const struct kevo_task *src, const struct kevo_launch *l,
                                      struct kevo_buf *msg)
 {
-    struct kevo_cpu_proto p;
+    struct kevo_cproto p;
     struct kevo_buf why;
     enum kevo_status st;
     int bad = 0;
 
     kevo_buf_init(&why, 1024);
-    st = kevo_cpu_proto_find(src->source, src->source_len, l->kernel, &p, &why);
+    st = kevo_cproto_find(src->source, src->source_len, l->kernel, &p, &why);
     kevo_buf_free(&why);
     if (st == KEVO_ERR_NOMEM)
         return st;
@@ -131,7 +135,7 @@ static enum kevo_status check_launch(const struct kevo_task *task, const struct 
     }
     for (int i = 0; !bad && i < l->n_args; i++)
         bad = check_arg(task, cand, l, i, p.types[i], msg);
-    kevo_cpu_proto_clear(&p);
+    kevo_cproto_clear(&p);
     return bad ? KEVO_ERR_INVALID : KEVO_OK;
 }
 

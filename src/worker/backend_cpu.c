@@ -73,7 +73,7 @@ struct kevo_module {
     char *so_path;
     int n_entries;
     char **names;
-    struct kevo_cpu_proto *protos;
+    struct kevo_cproto *protos;
     struct kevo_runner *runner;   /* NULL until the first launch, and after it died */
     uint64_t slot;            /* arena word the runner reports its entry in */
     int dead;
@@ -367,7 +367,7 @@ static void module_release(struct kevo_module *m)
         if (m->names)
             kevo_free(m->names[e]);
         if (m->protos)
-            kevo_cpu_proto_clear(&m->protos[e]);
+            kevo_cproto_clear(&m->protos[e]);
     }
     kevo_free(m->names);
     kevo_free(m->protos);

@@ -77,7 +77,7 @@ static enum kevo_status check_req(const struct kevo_compile_req *req, struct kev
 
 /* Prototypes of every entry; KEVO_ERR_COMPILE naming the function and the file otherwise. */
 static enum kevo_status find_protos(const struct kevo_compile_req *req,
-                                    struct kevo_cpu_proto *protos, struct kevo_buf *log)
+                                    struct kevo_cproto *protos, struct kevo_buf *log)
 {
     const char *path = req->path ? req->path : "<source>";
     struct kevo_buf why;
@@ -86,7 +86,7 @@ static enum kevo_status find_protos(const struct kevo_compile_req *req,
     kevo_buf_init(&why, 1024);
     for (int e = 0; e < req->n_entries && !st; e++) {
         kevo_buf_reset(&why);
-        st = kevo_cpu_proto_find(req->source, req->source_len, req->entries[e], &protos[e],
+        st = kevo_cproto_find(req->source, req->source_len, req->entries[e], &protos[e],
                                  &why);
         if (st == KEVO_ERR_NOTFOUND) {
             kevo_buf_say(log, "function '%s' not found in %s\n", req->entries[e], path);
@@ -349,7 +349,7 @@ static void add_log(struct kevo_buf *log, const struct kevo_buf *out, const char
 }
 
 enum kevo_status kevo_cpu_build(const struct kevo_compile_req *req,
-                                  struct kevo_cpu_proto *protos, char **out_dir,
+                                  struct kevo_cproto *protos, char **out_dir,
                                   struct kevo_buf *log)
 {
     enum kevo_status st;
@@ -411,7 +411,7 @@ out:
 enum kevo_status kevo_cpu_compile_check(const struct kevo_compile_req *req, struct kevo_buf *log)
 {
     size_t n = req->n_entries > 0 ? (size_t)req->n_entries : 0;
-    struct kevo_cpu_proto *protos = kevo_calloc(n + 1, sizeof *protos);
+    struct kevo_cproto *protos = kevo_calloc(n + 1, sizeof *protos);
     char *dir = NULL;
     enum kevo_status st;
 
@@ -421,7 +421,7 @@ enum kevo_status kevo_cpu_compile_check(const struct kevo_compile_req *req, stru
     kevo_cpu_remove_dir(dir);
     kevo_free(dir);
     for (int e = 0; e < req->n_entries; e++)
-        kevo_cpu_proto_clear(&protos[e]);
+        kevo_cproto_clear(&protos[e]);
     kevo_free(protos);
     return st;
 }

@@ -17,6 +17,7 @@
 #define KEVO_BACKEND_CPU_SHIM_H
 
 #include "worker/backend.h"
+#include "core/cproto.h"
 #include "base/buf.h"
 #include "kevo.h"
 #include <stddef.h>
@@ -52,30 +53,12 @@ struct kevo_shim_entry {
 /* The file name the shim part of the generated source carries in compiler messages. */
 #define KEVO_SHIM_FILE "<kevo shim>"
 
-/* The prototype of one entry function as found in the source. */
-struct kevo_cpu_proto {
-    int n_params;
-    int line;                        /* 1-based line of the function name */
-    char *types[KEVO_MAX_ARGS];      /* declared types, names removed, arrays as pointers */
-};
-
-/*
- * Find the definition (else the first declaration) of `name` at file scope in src: comments,
- * string and character literals and preprocessor lines are skipped. KEVO_ERR_NOTFOUND when
- * there is none; KEVO_ERR_UNSUPPORTED for a variadic function or too many parameters; the
- * reason goes to *msg (without the path). *out is cleared first; free with _clear.
- */
-KEVO_NODISCARD enum kevo_status kevo_cpu_proto_find(const char *src, size_t len, const char *name,
-                                                    struct kevo_cpu_proto *out,
-                                                    struct kevo_buf *msg);
-void kevo_cpu_proto_clear(struct kevo_cpu_proto *p);
-
 /*
  * The whole translation unit to compile: `#line 1 "<path>"`, the source, then the shim for
  * req->entries (protos[i] describes entries[i]). Appends to *out.
  */
 KEVO_NODISCARD enum kevo_status kevo_cpu_shim_gen(const struct kevo_compile_req *req,
-                                                  const struct kevo_cpu_proto *protos,
+                                                  const struct kevo_cproto *protos,
                                                   struct kevo_buf *out);
 
 /* Why an argument does not fit its parameter (0: it fits). */

@@ -1,5 +1,5 @@
 /*
- * backend_cuda - the backend.h vtable on one CUDA device: NVRTC compiles (nvrtc.c), the
+ * backend_cuda - the backend.h vtable on one CUDA device: NVRTC compiles (rtc.c), the
  * driver API loaded at run time (cudrv.c), one non-blocking "harness" stream that every
  * launch, fill and timed sample goes through, and the timing sample of
  * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events), and

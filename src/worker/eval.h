@@ -13,18 +13,10 @@
 #define KEVO_EVAL_H
 
 #include "worker/backend.h"
+#include "core/sol.h"
 #include "kevo.h"
 #include <jansson.h>
 #include <stdint.h>
-
-/* Speed-of-light figures of the device (from calibration); 0 means unknown. */
-struct kevo_sol_figures {
-    double bw_bytes_per_s;                 /* achievable DRAM bandwidth */
-    double peak_flops[KEVO_UNIT_COUNT];    /* per unit (enum kevo_unit) */
-    double launch_floor_s;                 /* empty-kernel time under the same protocol */
-    double margin;                         /* how far below the floor a time may fall before
-                                              it is `implausible` (relative); 0 = default */
-};
 
 /*
  * One request, as decoded from the worker protocol. Texts are borrowed.

@@ -1,8 +1,9 @@
 /*
  * eval_int - what the files of the evaluation share: eval.c (request, module cache,
  * compile, resources, orchestration, result), eval_wl.c (one workload: guarded buffers,
- * plans, runs and the correctness checks), eval_time.c (the timing phase) and eval_dump.c
- * (the dump). Private to them; the contract is eval.h.
+ * plans, runs and the correctness checks), eval_time.c (the timing phase), eval_dump.c
+ * (the dump) and eval_record.c (verdicts, failures, JSON helpers: below the others).
+ * Private to them; the contract is eval.h.
  *
  * Ownership: struct kevo_ev lives for one kevo_eval_run; struct kevo_wl for one workload
  * phase (set up, used, freed with kevo_eval_wl_free). A candidate's failure is recorded
@@ -106,7 +107,7 @@ struct kevo_wl {                      /* one workload under evaluation */
 static inline int is_out(const struct kevo_tinfo *t) { return t->decl->role == KEVO_ROLE_OUTPUT; }
 static inline int is_in(const struct kevo_tinfo *t) { return t->decl->role == KEVO_ROLE_INPUT; }
 
-/* ---- eval_wl.c: JSON helpers ---- */
+/* ---- eval_record.c: JSON helpers ---- */
 
 /* A number, or "nan"/"inf"/"-inf" (JSON has no non-finite numbers). */
 json_t *kevo_eval_jnum(double v);
@@ -115,7 +116,7 @@ json_t *kevo_eval_jdims(const int64_t *d, int n);
 /* text under env into *out; 0 on success (the failure's message is dropped). */
 int kevo_eval_env_value(const struct kevo_env *env, const char *text, int64_t *out);
 
-/* ---- eval_wl.c: verdicts and statuses ---- */
+/* ---- eval_record.c: verdicts and statuses ---- */
 
 /* Record a workload's verdict; the first one wins, later ones are dropped. Takes the
  * evidence reference (NULL: {}). */

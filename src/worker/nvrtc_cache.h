@@ -1,5 +1,5 @@
 /*
- * nvrtc_cache - the compile cache behind kevo_rtc_compile (private to nvrtc.c and its
+ * nvrtc_cache - the compile cache behind kevo_rtc_compile (private to rtc.c and its
  * tests): a small in-process LRU in front of an on-disk store of CUBINs.
  *
  * Key: SHA-256 over (cache format version, NVRTC version, arch, every option string in

@@ -1,11 +1,6 @@
 /*
- * worker - the evaluation process and its wire protocol (worker.h; docs/internals/worker.md).
- *
- * Wire: every message is a 4-byte big-endian length and that many bytes of JSON text that
- * must be an object. A reader checks the length before it allocates anything; a bad length
- * leaves the stream at an unknown position, so after one the peer is treated as broken.
- * Writers never die of SIGPIPE: kevo_wire_send blocks the signal around its write() calls
- * and swallows the one a closed pipe raises, so it is safe in any process and thread.
+ * worker - the evaluation process (worker.h; docs/internals/worker.md). It speaks the
+ * protocol of core/wire.h on two fds; its writes never die of SIGPIPE (base/fdio.h).
  *
  * The worker (kevo_worker_main) is one single-threaded process per device: it reads a
  * request, answers it, reads the next. It owns the device backend, opened at start (before
@@ -16,12 +11,16 @@
  */
 #include "worker/worker.h"
 
+#include "base/clock.h"
+
 #include "worker/backend.h"
 #include "base/buf.h"
 #include "worker/eval.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "core/sol.h"
+#include "worker/backend_cpu.h"
+#include "worker/calibrate.h"
+#include "worker/rtc.h"
 #include "core/task.h"
 
 #include <errno.h>
@@ -45,255 +44,6 @@
 
 #define WORKER_MSG_MAX  (1u << 20)   /* cap on a reply's message text */
 #define WORKER_LOG_MAX  (4u << 20)   /* cap on a compile log */
-
-/* ---- clock ---- */
-
-double kevo_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---- framed I/O ---- */
-
-/* What a read produced besides its status, for callers that must tell the cases apart. */
-struct wire_result {
-    int eof;          /* 1: the peer closed the pipe before the first byte of a message */
-    int in_sync;      /* 1: the stream is at a message boundary (safe to keep reading) */
-    char why[200];    /* what was wrong with a message that did not parse */
-};
-
-/*
- * Wait until fd is readable (or closed). deadline NULL: no limit. poll() sleeps in whole
- * milliseconds and may wake early, so the clock is re-checked after every wake-up.
- */
-static enum kevo_status wait_readable(int fd, const double *deadline)
-{
-    for (;;) {
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int ms = -1;
-        if (deadline) {
-            double left = *deadline - kevo_now();
-            if (left <= 0)
-                return KEVO_ERR_TIMEOUT;
-            ms = left > 86400.0 ? 86400000 : (int)(left * 1000.0) + 1;
-        }
-        int r = poll(&pfd, 1, ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 || (r > 0 && (pfd.revents & POLLNVAL)))
-            return KEVO_ERR_IO;
-        if (r > 0)
-            return KEVO_OK;   /* POLLIN, POLLHUP or POLLERR: read() says which */
-    }
-}
-
-/* Read exactly n bytes. *out_eof is set when the peer closed the pipe. */
-static enum kevo_status read_full(int fd, void *p, size_t n, const double *deadline,
-                                  size_t *out_got, int *out_eof)
-{
-    enum kevo_status st = KEVO_OK;
-    char *c = p;
-    size_t got = 0;
-
-    *out_eof = 0;
-    while (got < n) {
-        if (deadline) {
-            st = wait_readable(fd, deadline);
-            if (st)
-                break;
-        }
-        ssize_t r = read(fd, c + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            st = wait_readable(fd, deadline);   /* a non-blocking fd: wait, then retry */
-            if (st)
-                break;
-            continue;
-        }
-        if (r <= 0) {
-            *out_eof = r == 0;
-            st = KEVO_ERR_IO;
-            break;
-        }
-        got += (size_t)r;
-    }
-    *out_got = got;
-    return st;
-}
-
-/* Parse a complete message body; it must be one JSON object. */
-static enum kevo_status wire_parse(const char *body, size_t len, json_t **out,
-                                   struct wire_result *wr)
-{
-    json_error_t jerr;
-    json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-
-    if (!j) {
-        snprintf(wr->why, sizeof wr->why, "message is not valid JSON: %s (at byte %d)",
-                 jerr.text, jerr.position);
-        return KEVO_ERR_PARSE;
-    }
-    if (!json_is_object(j)) {
-        json_decref(j);
-        snprintf(wr->why, sizeof wr->why, "message is not a JSON object");
-        return KEVO_ERR_PARSE;
-    }
-    *out = j;
-    return KEVO_OK;
-}
-
-static enum kevo_status wire_read(int fd, const double *deadline, json_t **out,
-                                  struct wire_result *wr)
-{
-    enum kevo_status st;
-    unsigned char hdr[4];
-    char *body = NULL;
-    size_t got = 0, len;
-    int eof = 0;
-
-    *out = NULL;
-    memset(wr, 0, sizeof *wr);
-    st = read_full(fd, hdr, sizeof hdr, deadline, &got, &eof);
-    if (st) {
-        wr->eof = eof && got == 0;
-        wr->in_sync = got == 0;
-        goto out;
-    }
-    len = (size_t)((uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
-                   (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3]);
-    if (len == 0 || len > KEVO_WIRE_MAX) {
-        /* Checked before allocating: a hostile length must not cost memory. */
-        snprintf(wr->why, sizeof wr->why, "message length %zu is out of range (1..%u)",
-                 len, KEVO_WIRE_MAX);
-        wr->in_sync = len == 0;
-        st = KEVO_ERR_PARSE;
-        goto out;
-    }
-    body = kevo_malloc(len);
-    if (!body) {
-        st = KEVO_ERR_NOMEM;
-        goto out;
-    }
-    st = read_full(fd, body, len, deadline, &got, &eof);
-    if (st)
-        goto out;
-    wr->in_sync = 1;
-    st = wire_parse(body, len, out, wr);
-out:
-    kevo_free(body);
-    return st;
-}
-
-enum kevo_status kevo_wire_recv(int fd, json_t **out)
-{
-    struct wire_result wr;
-
-    return wire_read(fd, NULL, out, &wr);
-}
-
-enum kevo_status kevo_wire_recv_until(int fd, double deadline, json_t **out)
-{
-    struct wire_result wr;
-
-    return wire_read(fd, &deadline, out, &wr);
-}
-
-/* Wait until fd takes more bytes (a non-blocking writer). */
-static void wait_writable(int fd)
-{
-    struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-
-    while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-        ;
-}
-
-/*
- * write() everything, with SIGPIPE blocked in this thread. A write to a closed pipe raises
- * SIGPIPE for the writing thread; if it was not pending before, it is taken back with a
- * zero-timeout sigtimedwait so that it is never delivered once the mask is restored.
- */
-static enum kevo_status write_all(int fd, const char *p, size_t n)
-{
-    enum kevo_status st = KEVO_OK;
-    sigset_t pipe_set, old, pending;
-    int was_pending, broken = 0;
-
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    sigpending(&pending);
-    was_pending = sigismember(&pending, SIGPIPE);
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            wait_writable(fd);
-            continue;
-        }
-        if (w < 0) {
-            broken = errno == EPIPE;
-            st = KEVO_ERR_IO;
-            break;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    if (broken && !was_pending) {
-        struct timespec zero = { 0, 0 };
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return st;
-}
-
-/* json_dump_callback sink: append to a capped buffer, keeping why it stopped (the cap or
- * memory); returning -1 ends the dump at once. */
-struct dump_sink {
-    struct kevo_buf b;
-    enum kevo_status st;
-};
-
-static int dump_to_buf(const char *p, size_t n, void *data)
-{
-    struct dump_sink *s = data;
-
-    s->st = kevo_buf_add(&s->b, p, n);
-    return s->st == KEVO_OK ? 0 : -1;
-}
-
-enum kevo_status kevo_wire_send(int fd, json_t *msg)
-{
-    enum kevo_status st;
-    struct dump_sink s;
-    size_t len;
-
-    s.st = KEVO_OK;
-    kevo_buf_init(&s.b, (size_t)KEVO_WIRE_MAX + 4);
-    st = json_is_object(msg) ? kevo_buf_add(&s.b, "\0\0\0\0", 4) : KEVO_ERR_INVALID;
-    if (st)
-        goto out;
-    if (json_dump_callback(msg, dump_to_buf, &s, JSON_COMPACT) != 0) {
-        /* The sink stops only at the cap or out of memory; else jansson refused the value
-         * (a string that is not UTF-8, a NaN real). */
-        st = s.st ? s.st : KEVO_ERR_INVALID;
-        goto out;
-    }
-    len = s.b.len - 4;   /* 1 .. KEVO_WIRE_MAX: an object is at least "{}", the cap holds */
-    s.b.data[0] = (char)(len >> 24);
-    s.b.data[1] = (char)(len >> 16);
-    s.b.data[2] = (char)(len >> 8);
-    s.b.data[3] = (char)len;
-    st = write_all(fd, s.b.data, s.b.len);
-out:
-    kevo_buf_free(&s.b);
-    return st;
-}
 
 /* ---- the worker process: setup ---- */
 
@@ -360,8 +110,9 @@ static int parse_args(int argc, char **argv, struct worker *w)
             return -1;
         }
     }
-    if (!w->backend || (strcmp(w->backend, "cpu") != 0 && strcmp(w->backend, "cuda") != 0)) {
-        KEVO_ERROR("option --backend: cpu or cuda is required");
+    if (!w->backend || (strcmp(w->backend, "cpu") != 0 && strcmp(w->backend, "cuda") != 0 &&
+                        strcmp(w->backend, "none") != 0)) {
+        KEVO_ERROR("option --backend: cpu, cuda or none is required");
         return -1;
     }
     if (w->fd_in == w->fd_out) {
@@ -487,6 +238,11 @@ static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
 
     *out = NULL;
     kevo_buf_init(&err, 64u << 10);
+    if (strcmp(w->backend, "none") == 0) {   /* a compile-only worker (`kevo check`) */
+        msgf(o, "this worker has no backend (started with --backend none)");
+        st = KEVO_ERR_UNSUPPORTED;
+        goto out;
+    }
     if (!w->b_open) {
         if (strcmp(w->backend, "cpu") == 0)
             st = kevo_backend_open_cpu(&w->b, &err);
@@ -517,6 +273,8 @@ static void worker_open_early(struct worker *w)
     struct op_out o;
     struct kevo_backend *b = NULL;
 
+    if (strcmp(w->backend, "none") == 0)
+        return;
     memset(&o, 0, sizeof o);
     kevo_buf_init(&o.msg, 64u << 10);
     if (worker_backend(w, &o, &b) != KEVO_OK)
@@ -624,7 +382,7 @@ static enum kevo_status op_calibrate(struct worker *w, json_t *req, struct op_ou
     if (st)
         return st;
     kevo_buf_init(&err, 64u << 10);
-    st = kevo_sol_calibrate(b, force, &o->result, &err);
+    st = kevo_calibrate_run(b, force, &o->result, &err);
     if (st) {
         msgf(o, "calibration failed: %s", err.len ? kevo_buf_str(&err) : kevo_status_name(st));
         json_decref(o->result);
@@ -793,6 +551,44 @@ static enum kevo_status op_compile(struct worker *w, json_t *req, struct op_out 
     return st;
 }
 
+/*
+ * check: compile only, with the compiler of the file's language and no device (what
+ * `kevo check` asks; a worker of any backend, "none" too, answers). Untrusted source is
+ * compiled here, not in the controller, so a compiler that crashes on it takes down a
+ * worker, never kevo. {"ok", "log"}; a compile error is data (ok false).
+ */
+static enum kevo_status op_check(struct worker *w, json_t *req, struct op_out *o)
+{
+    struct compile_job j;
+    const char *arch = str_field(req, "arch", NULL);
+    enum kevo_status st;
+
+    (void)w;
+    memset(&j, 0, sizeof j);
+    kevo_buf_init(&j.log, WORKER_LOG_MAX);
+    st = compile_parse(req, &j, o);
+    if (!st)
+        st = compile_params(req, &j, o);
+    if (!st && j.unit->lang == KEVO_LANG_CUDA) {
+        void *cubin = NULL;
+        size_t n = 0;
+        st = kevo_rtc_compile(&j.src.req, arch && *arch ? arch : "sm_90a", &cubin, &n, &j.log,
+                              NULL);
+        kevo_free(cubin);
+    } else if (!st) {
+        st = kevo_cpu_compile_check(&j.src.req, &j.log);
+    }
+    if (!st || st == KEVO_ERR_COMPILE) {
+        o->result = json_pack("{s:b, s:s}", "ok", st == KEVO_OK, "log", kevo_buf_str(&j.log));
+        st = o->result ? KEVO_OK : KEVO_ERR_NOMEM;
+    } else if (!o->msg.len) {
+        msgf(o, "compile of %s failed: %s", j.unit ? j.unit->path : "?",
+             j.log.len ? kevo_buf_str(&j.log) : kevo_status_name(st));
+    }
+    compile_job_free(&j, NULL);
+    return st;
+}
+
 /* ---- dispatch ---- */
 
 typedef enum kevo_status (*op_fn)(struct worker *w, json_t *req, struct op_out *o);
@@ -806,6 +602,7 @@ static const struct {
     { "eval", op_eval },
     { "calibrate", op_calibrate },
     { "compile", op_compile },
+    { "check", op_check },
 };
 
 /* {"id", "status", "message"?, "result"?, "exiting"?}; result is stolen. */
@@ -848,7 +645,7 @@ static json_t *worker_dispatch(struct worker *w, json_t *req, int *out_exit)
     if (!op)
         msgf(&o, "request has no \"op\" string");
     else if (i == sizeof ops / sizeof ops[0])
-        msgf(&o, "unknown op '%s' (ping, info, eval, calibrate, compile)", op);
+        msgf(&o, "unknown op '%s' (ping, info, eval, calibrate, compile, check)", op);
     else
         st = ops[i].fn(w, req, &o);
     if (st == KEVO_ERR_DEVICE || o.device_lost) {
@@ -887,10 +684,10 @@ static enum kevo_status worker_send(struct worker *w, json_t *reply)
 static int worker_serve(struct worker *w)
 {
     for (;;) {
-        struct wire_result wr;
+        struct kevo_wire_result wr;
         json_t *req = NULL, *reply = NULL;
         int exit_code = -1;
-        enum kevo_status st = wire_read(w->fd_in, NULL, &req, &wr);
+        enum kevo_status st = kevo_wire_read(w->fd_in, NULL, &req, &wr);
 
         if (st == KEVO_ERR_IO && wr.eof)
             return 0;

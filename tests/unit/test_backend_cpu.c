@@ -150,18 +150,18 @@ static void assert_backend_works(struct fx *f)
 /* ---- prototypes ---- */
 
 static void find(const char *src, const char *name, enum kevo_status want,
-                 struct kevo_cpu_proto *p)
+                 struct kevo_cproto *p)
 {
     struct kevo_buf msg;
     kevo_buf_init(&msg, 1024);
-    assert_int_equal(kevo_cpu_proto_find(src, strlen(src), name, p, &msg), want);
+    assert_int_equal(kevo_cproto_find(src, strlen(src), name, p, &msg), want);
     kevo_buf_free(&msg);
 }
 
 static void test_proto_find(void **state)
 {
     (void)state;
-    struct kevo_cpu_proto p;
+    struct kevo_cproto p;
     const char *src =
         "#include <stddef.h>\n"
         "/* void f(int decoy); */\n"
@@ -190,14 +190,14 @@ static void test_proto_find(void **state)
     assert_string_equal(p.types[5], "void (*)(int)");
     assert_string_equal(p.types[6], "struct s *");
     assert_string_equal(p.types[7], "size_t");
-    kevo_cpu_proto_clear(&p);
+    kevo_cproto_clear(&p);
 
     find(src, "g", KEVO_OK, &p);
     assert_int_equal(p.n_params, 0);
-    kevo_cpu_proto_clear(&p);
+    kevo_cproto_clear(&p);
     find(src, "h", KEVO_OK, &p);
     assert_int_equal(p.n_params, 0);
-    kevo_cpu_proto_clear(&p);
+    kevo_cproto_clear(&p);
     find(src, "v", KEVO_ERR_UNSUPPORTED, &p);
     find(src, "decoy", KEVO_ERR_NOTFOUND, &p);
     find(src, "f_macro", KEVO_ERR_NOTFOUND, &p);

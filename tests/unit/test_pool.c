@@ -10,7 +10,8 @@
 
 #include "base/mem.h"
 #include "ctl/pool.h"
-#include "worker/worker.h"
+#include "base/clock.h"
+#include "core/wire.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "core/sol.h"
+#include "worker/calibrate.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -355,7 +356,7 @@ static json_t *calibrate_ok(struct kevo_backend *b, int force)
     enum kevo_status st;
 
     kevo_buf_init(&err, 1 << 16);
-    st = kevo_sol_calibrate(b, force, &j, &err);
+    st = kevo_calibrate_run(b, force, &j, &err);
     if (st)
         fail_msg("calibrate: %s: %s", kevo_status_name(st), kevo_buf_str(&err));
     kevo_buf_free(&err);
@@ -615,7 +616,7 @@ static void test_calibrate_buffers_shrink(void **state)
     f.max_alloc = 40 * MIB;                    /* 128 MiB fails, 64 fails, 32 fits */
     log_clear();
     kevo_buf_init(&err, 4096);
-    assert_int_equal(kevo_sol_calibrate(&b, 1, &j, &err), KEVO_OK);
+    assert_int_equal(kevo_calibrate_run(&b, 1, &j, &err), KEVO_OK);
     assert_int_equal(err.len, 0);              /* the failed attempts leave no message */
     assert_close(num(j, "bandwidth.buffer_bytes"), 32.0 * MIB);
     assert_non_null(strstr(log_text, "reduced"));
@@ -624,7 +625,7 @@ static void test_calibrate_buffers_shrink(void **state)
 
     f.max_alloc = 1 * MIB;                     /* nothing useful fits */
     j = NULL;
-    assert_int_equal(kevo_sol_calibrate(&b, 1, &j, &err), KEVO_ERR_NOMEM);
+    assert_int_equal(kevo_calibrate_run(&b, 1, &j, &err), KEVO_ERR_NOMEM);
     assert_null(j);
     assert_non_null(strstr(kevo_buf_str(&err), "could not allocate"));
     assert_int_equal(f.live_allocs, 0);
@@ -643,7 +644,7 @@ static void test_calibrate_failures(void **state)
     kevo_buf_init(&err, 1 << 16);
 
     f.fail_compile = 1;
-    assert_int_equal(kevo_sol_calibrate(&b, 1, &j, &err), KEVO_ERR_COMPILE);
+    assert_int_equal(kevo_calibrate_run(&b, 1, &j, &err), KEVO_ERR_COMPILE);
     assert_null(j);
     assert_non_null(strstr(kevo_buf_str(&err), "kernels/calibrate.cu did not compile"));
     assert_non_null(strstr(kevo_buf_str(&err), "boom"));
@@ -651,7 +652,7 @@ static void test_calibrate_failures(void **state)
 
     kevo_buf_reset(&err);
     f.fail_time_entry = "bw_copy";
-    assert_int_equal(kevo_sol_calibrate(&b, 1, &j, &err), KEVO_ERR_DEVICE);
+    assert_int_equal(kevo_calibrate_run(&b, 1, &j, &err), KEVO_ERR_DEVICE);
     assert_null(j);
     assert_non_null(strstr(kevo_buf_str(&err), "illegal address"));
     assert_non_null(strstr(kevo_buf_str(&err), "bw_copy"));
@@ -661,13 +662,13 @@ static void test_calibrate_failures(void **state)
 
     kevo_buf_reset(&err);
     f.zero_time = 1;
-    assert_int_equal(kevo_sol_calibrate(&b, 1, &j, &err), KEVO_ERR_INVALID);
+    assert_int_equal(kevo_calibrate_run(&b, 1, &j, &err), KEVO_ERR_INVALID);
     assert_non_null(strstr(kevo_buf_str(&err), "time of 0"));
     f.zero_time = 0;
 
     kevo_buf_reset(&err);
     f.fail_info = 1;
-    assert_int_equal(kevo_sol_calibrate(&b, 0, &j, &err), KEVO_ERR_NODEV);
+    assert_int_equal(kevo_calibrate_run(&b, 0, &j, &err), KEVO_ERR_NODEV);
     assert_non_null(strstr(kevo_buf_str(&err), "could not query the device"));
     f.fail_info = 0;
 
@@ -677,13 +678,13 @@ static void test_calibrate_failures(void **state)
         struct kevo_backend ob = { &other, &f };
         other.name = "opencl";
         kevo_buf_reset(&err);
-        assert_int_equal(kevo_sol_calibrate(&ob, 1, &j, &err), KEVO_ERR_UNSUPPORTED);
+        assert_int_equal(kevo_calibrate_run(&ob, 1, &j, &err), KEVO_ERR_UNSUPPORTED);
         assert_non_null(strstr(kevo_buf_str(&err), "'opencl'"));
     }
 
     /* a NULL err buffer is allowed */
     f.fail_compile = 1;
-    assert_int_equal(kevo_sol_calibrate(&b, 1, &j, NULL), KEVO_ERR_COMPILE);
+    assert_int_equal(kevo_calibrate_run(&b, 1, &j, NULL), KEVO_ERR_COMPILE);
     kevo_buf_free(&err);
 }
 
@@ -699,7 +700,7 @@ static void test_calibrate_out_of_memory(void **state)
         enum kevo_status st;
         j = NULL;
         kevo_mem_fail_after(n);
-        st = kevo_sol_calibrate(&b, 1, &j, NULL);
+        st = kevo_calibrate_run(&b, 1, &j, NULL);
         kevo_mem_fail_after(0);
         assert_true(st == KEVO_OK || st == KEVO_ERR_NOMEM);
         assert_true((st == KEVO_OK) == (j != NULL));
@@ -1014,7 +1015,7 @@ static void test_calibrate_real_cpu_backend(void **state)
         kevo_buf_free(&err);
         skip();
     }
-    st = kevo_sol_calibrate(&b, 1, &j, &err);
+    st = kevo_calibrate_run(&b, 1, &j, &err);
     if (st)
         fail_msg("real CPU calibration: %s: %s", kevo_status_name(st), kevo_buf_str(&err));
     assert_true(num(j, "bandwidth.best_bytes_per_s") > 1e8);      /* >100 MB/s, <100 TB/s */
@@ -1025,7 +1026,7 @@ static void test_calibrate_real_cpu_backend(void **state)
     assert_true(json_is_false(json_object_get(j, "cached")));
     json_decref(j);
     j = NULL;
-    assert_int_equal(kevo_sol_calibrate(&b, 0, &j, &err), KEVO_OK);
+    assert_int_equal(kevo_calibrate_run(&b, 0, &j, &err), KEVO_OK);
     assert_true(json_is_true(json_object_get(j, "cached")));
     json_decref(j);
     b.ops->destroy(b.ctx);

@@ -7,7 +7,8 @@
 #include "testutil.h"
 
 #include "base/mem.h"
-#include "worker/worker.h"
+#include "base/clock.h"
+#include "core/wire.h"
 
 #include <errno.h>
 #include <pthread.h>
