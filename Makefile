@@ -9,7 +9,8 @@ BUILD   := build
 CSTD    := -std=c11 -D_GNU_SOURCE
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wpointer-arith -Wstrict-prototypes
 OPT     ?= -O2 -g
-CFLAGS  += $(CSTD) $(WARN) $(OPT) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BUILD)/gen \
+SAN     ?=
+CFLAGS  += $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC -Iinclude -Isrc -I$(CUDA)/include -I$(BUILD)/gen \
            -DKEVO_CUDA_HOME=\"$(CUDA)\" -DKEVO_SOURCE_DIR=\"$(CURDIR)\"
 LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp -lcrypto \
            -lsqlite3 -lcurl -ldl -lpthread -lm
@@ -25,7 +26,8 @@ LIB     := $(BUILD)/libkevo.a
 KEVO    := $(BUILD)/kevo
 EMUL    := $(BUILD)/tests/harness_emul
 
-.PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan deps-check
+.PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan deps-check checksrc \
+        checksrc-selftest
 # the embedded kernels are inputs of many objects: keep them between runs
 .SECONDARY: $(KGEN)
 all: $(KEVO)
@@ -57,13 +59,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 $(EMUL): tests/emul/harness_emul.cpp tests/emul/cuda_host.h tests/unit/judge_cases.h \
          kernels/harness.cu $(LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++20 -D_GNU_SOURCE -O1 -g -ffp-contract=off -Wall -Wextra -Werror \
+	$(CXX) -std=c++20 -D_GNU_SOURCE -O1 -g $(SAN) -ffp-contract=off -Wall -Wextra -Werror \
 	    -Wno-unused-function -Wno-unused-parameter -Wno-missing-field-initializers \
 	    -Iinclude -Isrc -Ikernels -Itests/unit -Itests/emul -I$(CUDA)/include $< $(LIB) \
 	    $(LDLIBS) -o $@
 
-# make test: every unit test program, then the CLI checks over the shipped tasks.
-test: deps-check $(KEVO) $(TBINS) $(EMUL)
+# make test: the source rules (fast, first), every unit test program, then the CLI checks
+# over the shipped tasks.
+test: checksrc checksrc-selftest deps-check $(KEVO) $(TBINS) $(EMUL)
 	@set -e; for t in $(TBINS) $(EMUL); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
 	$(KEVO) check tasks/ tests/exploits/tasks/
 	$(KEVO) check --task tasks/cpu/cpu_softmax_rows.c examples/seeds/cpu_softmax_rows.c
@@ -74,6 +77,34 @@ test: deps-check $(KEVO) $(TBINS) $(EMUL)
 
 deps-check:
 	@tools/deps.sh check
+
+# make checksrc: the house rules a compiler does not check (c-style.md section 4: layering
+# of src/ folders, banned and raw allocation functions, comma returns, comments naming
+# files that are gone, length budgets); tools/checksrc says each one.
+PYTHON ?= python3
+checksrc:
+	$(PYTHON) tools/checksrc
+
+# The checker's own test: each file of tests/checksrc/ breaks one rule (good.c none), so
+# it must fail, name every rule, and leave good.c alone.
+checksrc-selftest:
+	@out=$$($(PYTHON) tools/checksrc --root tests/checksrc --budgets 40,10); \
+	if [ $$? != 1 ]; then echo "checksrc self-test: expected exit status 1"; exit 1; fi; \
+	for r in $$($(PYTHON) tools/checksrc --list-rules); do \
+	    echo "$$out" | grep -q ": $$r: " || { \
+	        echo "checksrc self-test: rule $$r not reported:"; echo "$$out"; exit 1; }; \
+	done; \
+	if echo "$$out" | grep good.c; then echo "checksrc self-test: good.c flagged"; exit 1; fi
+
+# make asan: make test again with AddressSanitizer and UBSan in $(BUILD)/asan (objects,
+# programs and the kevo binary the worker tests start), stopping at the first error.
+# -fno-sanitize-recover: a UBSan report aborts even without UBSAN_OPTIONS (and GCC then
+# knows the reporting path ends, instead of warning about it: -Wformat-overflow)
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+asan:
+	ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    $(MAKE) BUILD=$(BUILD)/asan OPT="-O1 -g" SAN="$(SANFLAGS)" test
 
 deps:
 	@tools/deps.sh install

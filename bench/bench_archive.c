@@ -10,6 +10,7 @@
  * Usage: bench_archive [N] [DIR]   (DIR: where the files go; default a new /tmp dir)
  */
 #include "ctl/archive.h"
+#include "base/clock.h"
 #include "base/mem.h"
 
 #include <math.h>
@@ -34,13 +35,7 @@ struct bench {
     unsigned long long rng;
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return kevo_now() * 1e3; }
 
 static int cmp(const void *x, const void *y)
 {
@@ -118,8 +113,8 @@ static int64_t add_one(struct bench *b)
              ok ? "ok" : "mismatch", metrics, i);
     if (kevo_archive_cand_add(b->a, &r, &id) != KEVO_OK)
         die(b, "cand_add");
-    if (kevo_archive_cand_finish(b->a, id, ok ? "ok" : "mismatch", score, 0.4, 1.7, metrics,
-                                 result) != KEVO_OK)
+    if (kevo_archive_cand_finish(b->a, id, ok ? KEVO_VERDICT_OK : KEVO_VERDICT_MISMATCH, score,
+                                 0.4, 1.7, metrics, result) != KEVO_OK)
         die(b, "cand_finish");
     if (kevo_archive_cand_place(b->a, id, island, ok ? (int)(urand(b) * CELLS) : -1,
                                 "[0.3,0.7]") != KEVO_OK)

@@ -7,6 +7,7 @@
  */
 #include "worker/backend.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/mem.h"
 #include "worker/nvrtc_cache.h"
 #include "worker/rtc.h"
@@ -16,12 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+static double now_ms(void) { return kevo_now() * 1e3; }
 
 static int cmp(const void *a, const void *b)
 {

@@ -6,6 +6,7 @@
  */
 #include "worker/backend.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/mem.h"
 
 #include <stdio.h>
@@ -17,12 +18,7 @@ static const char src[] =
     "extern \"C\" __global__ void tiny(float *y, int n)\n"
     "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.0f * i; }\n";
 
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+static double now_us(void) { return kevo_now() * 1e6; }
 
 int main(int argc, char **argv)
 {

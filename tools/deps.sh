@@ -4,7 +4,7 @@
 set -u
 mode=${1:-check}
 CUDA=${CUDA:-/usr/local/cuda}
-pkgs=(build-essential libjansson-dev libcmocka-dev libseccomp-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev pkg-config)
+pkgs=(build-essential libjansson-dev libcmocka-dev libseccomp-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev pkg-config python3)
 missing=()
 have_header() { echo "#include <$1>" | ${CC:-cc} -E -x c - >/dev/null 2>&1; }
 have_header jansson.h        || missing+=(libjansson-dev)
@@ -14,6 +14,7 @@ have_header openssl/evp.h    || missing+=(libssl-dev)
 have_header sqlite3.h        || missing+=(libsqlite3-dev)
 have_header curl/curl.h      || missing+=(libcurl4-openssl-dev)
 command -v ${CC:-cc} >/dev/null || missing+=(build-essential)
+command -v python3 >/dev/null || missing+=(python3)      # tools/checksrc
 cuda_ok=1
 [ -f "$CUDA/include/nvrtc.h" ] && [ -e "$CUDA/lib64/libnvrtc.so" ] || cuda_ok=0
 

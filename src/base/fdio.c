@@ -10,18 +10,22 @@
 #include <time.h>
 #include <unistd.h>
 
-/* poll() sleeps in whole milliseconds and may wake early: the clock is re-checked after
- * every wake-up. */
-enum kevo_status kevo_fd_wait_readable(int fd, const double *deadline)
+/*
+ * Wait until fd is readable. poll() sleeps in whole milliseconds and may wake early: the
+ * clock is re-checked after every wake-up. late: past the deadline, still take what is
+ * already there (one poll that does not wait) before timing out.
+ */
+static enum kevo_status wait_readable(int fd, const double *deadline, int late)
 {
     for (;;) {
         struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        double left = 0.0;
         int ms = -1;
         if (deadline) {
-            double left = *deadline - kevo_now();
-            if (left <= 0)
+            left = *deadline - kevo_now();
+            if (left <= 0 && !late)
                 return KEVO_ERR_TIMEOUT;
-            ms = left > 86400.0 ? 86400000 : (int)(left * 1000.0) + 1;
+            ms = left <= 0 ? 0 : left > 86400.0 ? 86400000 : (int)(left * 1000.0) + 1;
         }
         int r = poll(&pfd, 1, ms);
         if (r < 0 && errno == EINTR)
@@ -30,7 +34,14 @@ enum kevo_status kevo_fd_wait_readable(int fd, const double *deadline)
             return KEVO_ERR_IO;
         if (r > 0)
             return KEVO_OK;   /* POLLIN, POLLHUP or POLLERR: read() says which */
+        if (deadline && left <= 0)
+            return KEVO_ERR_TIMEOUT;
     }
+}
+
+enum kevo_status kevo_fd_wait_readable(int fd, const double *deadline)
+{
+    return wait_readable(fd, deadline, 0);
 }
 
 enum kevo_status kevo_fd_read_full(int fd, void *p, size_t n, const double *deadline,
@@ -43,7 +54,7 @@ enum kevo_status kevo_fd_read_full(int fd, void *p, size_t n, const double *dead
     *out_eof = 0;
     while (got < n) {
         if (deadline) {
-            st = kevo_fd_wait_readable(fd, deadline);
+            st = wait_readable(fd, deadline, 1);
             if (st)
                 break;
         }
@@ -51,13 +62,13 @@ enum kevo_status kevo_fd_read_full(int fd, void *p, size_t n, const double *dead
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            st = kevo_fd_wait_readable(fd, deadline);   /* a non-blocking fd: wait, then retry */
+            st = wait_readable(fd, deadline, 1);   /* a non-blocking fd: wait, then retry */
             if (st)
                 break;
             continue;
         }
         if (r <= 0) {
-            *out_eof = r == 0;
+            *out_eof = r == 0 || errno == ECONNRESET;   /* a socket's peer that died */
             st = KEVO_ERR_IO;
             break;
         }

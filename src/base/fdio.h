@@ -14,12 +14,15 @@
 #include "kevo.h"
 #include <stddef.h>
 
-/* Wait until fd is readable or closed. deadline NULL: no limit. KEVO_ERR_TIMEOUT when the
- * deadline passes, KEVO_ERR_IO when fd is not open. */
+/* Wait until fd is readable or closed. deadline NULL: no limit. KEVO_ERR_TIMEOUT once the
+ * deadline has passed (even with bytes waiting: a reader of an endless stream stops there),
+ * KEVO_ERR_IO when fd is not open. */
 KEVO_NODISCARD enum kevo_status kevo_fd_wait_readable(int fd, const double *deadline);
 
-/* Read exactly n bytes. *out_got: bytes read; *out_eof 1 when the peer closed the pipe
- * (then KEVO_ERR_IO). KEVO_ERR_TIMEOUT past the deadline (NULL: none). */
+/* Read exactly n bytes. *out_got: bytes read; *out_eof 1 when the peer closed the pipe or
+ * socket (ECONNRESET too; then KEVO_ERR_IO). KEVO_ERR_TIMEOUT when it would have to wait
+ * past the deadline (NULL: none): bytes already there are read even when the deadline has
+ * passed (at most n of them), so a reader that comes late is not timed out by it. */
 KEVO_NODISCARD enum kevo_status kevo_fd_read_full(int fd, void *p, size_t n,
                                                   const double *deadline, size_t *out_got,
                                                   int *out_eof);

@@ -6,6 +6,7 @@
 #include "kevo.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,5 +73,34 @@ char *kevo_strndup(const char *s, size_t n)
 }
 
 char *kevo_strdup(const char *s) { return kevo_strndup(s, strlen(s)); }
+
+/* Two passes: the first measures, the second writes (ap is used once, a copy measures). */
+char *kevo_vstrdupf(const char *fmt, va_list ap)
+{
+    va_list measure;
+    char *s;
+    int n;
+
+    va_copy(measure, ap);
+    n = vsnprintf(NULL, 0, fmt, measure);
+    va_end(measure);
+    if (n < 0)
+        return NULL;
+    s = kevo_malloc((size_t)n + 1);
+    if (s)
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+char *kevo_strdupf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+
+    va_start(ap, fmt);
+    s = kevo_vstrdupf(fmt, ap);
+    va_end(ap);
+    return s;
+}
 
 void kevo_free(void *p) { free(p); }

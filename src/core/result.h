@@ -57,9 +57,11 @@ struct kevo_result {
 
 /*
  * Decode doc (borrowed; the result takes its own reference). KEVO_ERR_PARSE with *out_msg
- * (kevo_free) naming the field when doc is not an eval result: not an object, no verdict,
- * an unknown verdict name, a workload without an integer index. *out is cleared first and
- * left clear on failure. Free with kevo_result_clear.
+ * (kevo_free) naming the field when doc is not an eval result: not an object, no verdict
+ * (of the result or of a workload), an unknown verdict name, a workload without an integer
+ * index >= 0, `workloads` not an array. KEVO_ERR_NOMEM (*out_msg NULL) when out of memory.
+ * *out and *out_msg are cleared first; *out is left clear on failure. Extra fields (`path`,
+ * `holdout`, ...) are ignored. Free with kevo_result_clear.
  */
 KEVO_NODISCARD enum kevo_status kevo_result_decode(json_t *doc, struct kevo_result *out,
                                                    char **out_msg);

@@ -4,23 +4,16 @@
  * sample of every arm), so interleaved arms always have equal counts.
  */
 #include "core/timing.h"
+#include "base/clock.h"
 #include "base/mem.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-double kevo_timing_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static double clock_of(const struct kevo_timing_cfg *cfg)
 {
-    return cfg->now ? cfg->now(cfg->now_user) : kevo_timing_now();
+    return cfg->now ? cfg->now(cfg->now_user) : kevo_now();
 }
 
 double kevo_timing_quantile(const double *sorted, int n, double q)

@@ -47,7 +47,7 @@ struct kevo_timing_cfg {
     double max_ci;                /* half-width of the median's 95% CI over the median;
                                      default 0.005; 0 disables that way of stopping */
     double cap_s;                 /* wall-clock cap of the whole loop; default 2 s per arm */
-    double (*now)(void *user);    /* seconds; NULL = CLOCK_MONOTONIC (tests inject a clock) */
+    double (*now)(void *user);    /* seconds; NULL = kevo_now() (tests inject a clock) */
     void *now_user;
 };
 void kevo_timing_cfg_default(struct kevo_timing_cfg *c);
@@ -79,8 +79,5 @@ int kevo_timing_converged(const struct kevo_stats *s, const struct kevo_timing_c
  * calls that a batch lasts >= 100 us (at most 10000). est_s <= 0 gives 1.
  */
 int kevo_timing_pick_batch(double est_s);
-
-/* CLOCK_MONOTONIC in seconds. */
-double kevo_timing_now(void);
 
 #endif

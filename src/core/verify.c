@@ -84,14 +84,14 @@ static enum kevo_status gen_err(char **out_msg, const struct kevo_tensor_decl *t
 static enum kevo_status gen_err(char **out_msg, const struct kevo_tensor_decl *t,
                                 const char *fmt, ...)
 {
-    char what[256], msg[400];
+    char *what;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    what = kevo_vstrdupf(fmt, ap);
     va_end(ap);
-    snprintf(msg, sizeof msg, "line %d: input %s: %s", t->line, t->name, what);
     if (out_msg)
-        *out_msg = kevo_strdup(msg);
+        *out_msg = what ? kevo_strdupf("line %d: input %s: %s", t->line, t->name, what) : NULL;
+    kevo_free(what);
     return KEVO_ERR_INVALID;
 }
 

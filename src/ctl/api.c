@@ -4,13 +4,13 @@
  * it never initialises CUDA itself (only workers do).
  */
 #include "kevo.h"
-#include "base/buf.h"
 #include "ctl/evalreq.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "ctl/pool.h"
 #include "ctl/sigcheck.h"
+#include "core/result.h"
 #include "core/sol.h"
 #include "core/task.h"
 #include "base/clock.h"
@@ -27,6 +27,7 @@
 
 #define DEFAULT_DEADLINE_S 120.0
 #define CALIBRATE_DEADLINE_S 600.0
+#define SHOWN_LOG_MAX (60 << 10)   /* of a compile log in a message (the worker keeps 4 MiB) */
 
 void kevo_eval_opts_default(struct kevo_eval_opts *o)
 {
@@ -34,16 +35,6 @@ void kevo_eval_opts_default(struct kevo_eval_opts *o)
     o->backend = KEVO_BACKEND_AUTO;
     o->trials = 3;
     o->deadline_s = DEFAULT_DEADLINE_S;
-}
-
-static char *msg_dup(const char *fmt, const char *a, const char *b)
-{
-    struct kevo_buf m;
-    kevo_buf_init(&m, 1 << 16);
-    if (kevo_buf_addf(&m, fmt, a, b ? b : "") != KEVO_OK) {
-        /* keep whatever fitted */
-    }
-    return kevo_buf_take(&m);
 }
 
 static const char *check_arch(void)
@@ -79,7 +70,8 @@ static enum kevo_status compile_only(const struct kevo_task *task,
     }
     st = kevo_pool_call(pool, 0, req, DEFAULT_DEADLINE_S, &reply);
     if (st) {
-        *out_msg = msg_dup("%s: the compile worker failed: %s", shown, kevo_status_name(st));
+        *out_msg = kevo_strdupf("%s: the compile worker failed: %s", shown,
+                                kevo_status_name(st));
         goto out;
     }
     res = json_object_get(reply, "result");
@@ -89,7 +81,8 @@ static enum kevo_status compile_only(const struct kevo_task *task,
             log = json_string_value(json_object_get(json_is_object(res) ? res : reply,
                                                     "message"));
         st = KEVO_ERR_COMPILE;
-        *out_msg = msg_dup("%s: does not compile:\n%s", shown, log ? log : "?");
+        *out_msg = kevo_strdupf("%s: does not compile:\n%.*s", shown, SHOWN_LOG_MAX,
+                                log ? log : "?");
     }
 out:
     json_decref(reply);
@@ -142,11 +135,12 @@ struct evalctx {
 };
 
 /*
- * One eval request; returns the worker's result object (new reference) or NULL + msg.
- * timed: time this candidate (with the reference interleaved when it is a candidate).
+ * One eval request, decoded into *out (kevo_result_clear it; out->doc is the worker's
+ * result object); a non-OK status + msg when kevo could not evaluate. timed: time this
+ * candidate (with the reference interleaved when it is a candidate).
  */
-static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *cand_text,
-                        int holdout, int timed, char **out_msg)
+static enum kevo_status eval_one(struct evalctx *e, const char *cand_path, const char *cand_text,
+                                 int holdout, int timed, struct kevo_result *out, char **out_msg)
 {
     struct kevo_eval_call c = {
         .task_path = e->task_path, .task_text = e->task_text, .cand_path = cand_path,
@@ -154,10 +148,7 @@ static json_t *eval_one(struct evalctx *e, const char *cand_path, const char *ca
         .timed = timed && !e->opts->no_timing, .time_reference = cand_text != NULL,
         .time_cap_s = e->opts->time_cap_s, .sol = e->sol, .dump_dir = e->dump_dir,
     };
-    json_t *res = NULL;
-    if (kevo_evalreq_call(e->pool, 0, &c, e->opts->deadline_s, &res, out_msg) != KEVO_OK)
-        return NULL;
-    return res;
+    return kevo_evalreq_call_result(e->pool, 0, &c, e->opts->deadline_s, out, out_msg);
 }
 
 /* Start the pool and calibrate (cached by the worker). */
@@ -175,7 +166,7 @@ static enum kevo_status open_pool(const char *backend, int device, struct kevo_p
     po.start_timeout_s = 60;
     enum kevo_status st = kevo_pool_open(&po, out, &pmsg);
     if (st)
-        *out_msg = msg_dup("cannot start a %s worker: %s", backend, pmsg);
+        *out_msg = kevo_strdupf("cannot start a %s worker: %s", backend, pmsg ? pmsg : "");
     kevo_free(pmsg);
     return st;
 }
@@ -184,18 +175,12 @@ static enum kevo_status open_pool(const char *backend, int device, struct kevo_p
 static char *abs_dir(const char *dir)
 {
     char cwd[PATH_MAX];
-    struct kevo_buf b;
 
     if (dir[0] == '/')
         return kevo_strdup(dir);
     if (!getcwd(cwd, sizeof cwd))
         return NULL;
-    kevo_buf_init(&b, 2 * PATH_MAX);
-    if (kevo_buf_addf(&b, "%s/%s", cwd, dir) != KEVO_OK) {
-        kevo_buf_free(&b);
-        return NULL;
-    }
-    return kevo_buf_take(&b);
+    return kevo_strdupf("%s/%s", cwd, dir);
 }
 
 static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_t **out_calib,
@@ -207,7 +192,8 @@ static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_
     if (e->opts->dump_dir && e->opts->dump_dir[0]) {
         e->dump_dir = abs_dir(e->opts->dump_dir);
         if (!e->dump_dir) {
-            *out_msg = msg_dup("dump directory %s: %s", e->opts->dump_dir, strerror(errno));
+            *out_msg = kevo_strdupf("dump directory %s: %s", e->opts->dump_dir,
+                                    strerror(errno));
             return KEVO_ERR_IO;
         }
     }
@@ -227,35 +213,38 @@ static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, c
                               int *fatal, char **out_msg)
 {
     struct kevo_task *cand = NULL;
+    struct kevo_result r = { 0 }, h = { 0 };
     char *perr = NULL, *text = NULL;
     json_t *res = NULL;
+    size_t len;
 
     if (kevo_candidate_load(task, path, &cand, &perr) != KEVO_OK) {
-        res = json_pack("{s:s, s:s}", "verdict", "compile_error", "message", perr ? perr : "?");
+        /* the shape `kevo eval --json` has always given a file that does not parse */
+        res = json_pack("{s:s, s:s}", "verdict", kevo_verdict_name(KEVO_VERDICT_COMPILE_ERROR),
+                        "message", perr ? perr : "?");
         goto out;
     }
-    size_t len;
-    res = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, out_msg) == KEVO_OK
-              ? eval_one(e, path, text, 0, 1, out_msg) : NULL;
-    if (!res) {
+    if (kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, out_msg) != KEVO_OK ||
+        eval_one(e, path, text, 0, 1, &r, out_msg) != KEVO_OK) {
         *fatal = 1;
         goto out;
     }
-    const char *v = json_string_value(json_object_get(res, "verdict"));
-    if (e->opts->holdout && v && strcmp(v, "ok") == 0) {
-        json_t *h = eval_one(e, path, text, 1, 0, out_msg);
-        if (!h) {
+    res = json_incref(r.doc);
+    if (e->opts->holdout && r.verdict == KEVO_VERDICT_OK) {
+        if (eval_one(e, path, text, 1, 0, &h, out_msg) != KEVO_OK) {
             *fatal = 1;
             goto out;
         }
-        json_object_set_new(res, "holdout", h);
-        const char *hv = json_string_value(json_object_get(h, "verdict"));
-        if (hv && strcmp(hv, "ok") != 0)
-            json_object_set_new(res, "verdict", json_string("holdout_fail"));
+        json_object_set(res, "holdout", h.doc);
+        if (h.verdict != KEVO_VERDICT_OK)
+            json_object_set_new(res, "verdict",
+                                json_string(kevo_verdict_name(KEVO_VERDICT_HOLDOUT_FAIL)));
     }
 out:
     if (res)
         json_object_set_new(res, "path", json_string(path));
+    kevo_result_clear(&h);
+    kevo_result_clear(&r);
     kevo_free(perr);
     kevo_free(text);
     kevo_task_free(cand);
@@ -268,6 +257,7 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
 {
     struct evalctx e = {0};
     struct kevo_task *task = NULL;
+    struct kevo_result ref_r = { 0 }, ref_h = { 0 };
     json_t *doc = NULL, *calib = NULL, *cands = NULL, *ref = NULL;
     enum kevo_status st;
     int fatal = 0;
@@ -284,7 +274,7 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
     if (st)
         goto out;
     if (opts->backend == KEVO_BACKEND_CPU && task->lang == KEVO_LANG_CUDA) {
-        *out_msg = msg_dup("%s: a CUDA task needs the CUDA backend%s", task_path, NULL);
+        *out_msg = kevo_strdupf("%s: a CUDA task needs the CUDA backend", task_path);
         st = KEVO_ERR_INVALID;
         goto out;
     }
@@ -296,20 +286,16 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
     double t_setup = kevo_now() - t_start;
     /* With candidates, the reference is timed inside each candidate's request, interleaved
      * with it (a same-run ratio); timing it alone as well would only cost time. */
-    ref = eval_one(&e, task_path, NULL, 0, n_cands == 0, out_msg);
-    if (ref && e.dump_dir && opts->holdout) {   /* the holdouts are dumped as well */
-        json_t *h = eval_one(&e, task_path, NULL, 1, 0, out_msg);
-        if (h) {
-            json_object_set_new(ref, "holdout", h);
-        } else {
-            json_decref(ref);
-            ref = NULL;
-        }
-    }
-    if (!ref) {
+    st = eval_one(&e, task_path, NULL, 0, n_cands == 0, &ref_r, out_msg);
+    if (!st && e.dump_dir && opts->holdout)   /* the holdouts are dumped as well */
+        st = eval_one(&e, task_path, NULL, 1, 0, &ref_h, out_msg);
+    if (st) {
         st = KEVO_ERR_WORKER;
         goto out;
     }
+    ref = json_incref(ref_r.doc);
+    if (ref_h.doc)
+        json_object_set(ref, "holdout", ref_h.doc);
     cands = json_array();
     for (int i = 0; i < n_cands && !fatal; i++) {
         json_t *c = eval_candidate(&e, task, cand_paths[i], &fatal, out_msg);
@@ -333,6 +319,8 @@ out:
     json_decref(calib);
     json_decref(cands);
     json_decref(ref);
+    kevo_result_clear(&ref_r);
+    kevo_result_clear(&ref_h);
     json_decref(e.sol);
     kevo_pool_free(e.pool);
     kevo_free(e.task_text);

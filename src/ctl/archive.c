@@ -769,6 +769,11 @@ void kevo_archive_cand_clear(struct kevo_cand_rec *c)
     memset(c, 0, sizeof *c);
 }
 
+const char *kevo_archive_cand_verdict(const struct kevo_cand_rec *c)
+{
+    return c->state == KEVO_CAND_DONE ? kevo_verdict_name(c->verdict) : "";
+}
+
 enum kevo_status kevo_archive_cand_by_key(struct kevo_archive *a, int64_t run, const char *key,
                                           int64_t *id)
 {
@@ -848,7 +853,7 @@ enum kevo_status kevo_archive_cand_add(struct kevo_archive *a, const struct kevo
 
 /* The UPDATE of cand_finish; NOTFOUND when there is no such candidate. */
 static enum kevo_status finish_update(struct kevo_archive *a, int64_t id, int64_t step,
-                                      const char *verdict, const double v[3],
+                                      enum kevo_verdict verdict, const double v[3],
                                       const char *metrics_json, double t)
 {
     struct bind b;
@@ -857,7 +862,7 @@ static enum kevo_status finish_update(struct kevo_archive *a, int64_t id, int64_
     if (st != KEVO_OK)
         return st;
     b_int(&b, 1, id);
-    b_text(&b, 2, verdict);
+    b_text(&b, 2, kevo_verdict_name(verdict));   /* the schema's text: 'ok', 'mismatch', ... */
     b_real(&b, 3, v[0]);
     b_real(&b, 4, v[1]);
     b_real(&b, 5, v[2]);
@@ -886,7 +891,7 @@ static enum kevo_status eval_insert(struct kevo_archive *a, int64_t cand, const 
 }
 
 enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a, int64_t id,
-                                          const char *verdict, double score,
+                                          enum kevo_verdict verdict, double score,
                                           double sol_fraction, double speedup,
                                           const char *metrics_json, const char *result_json)
 {
@@ -895,7 +900,7 @@ enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a, int64_t id,
 }
 
 enum kevo_status kevo_archive_cand_finish_step(struct kevo_archive *a, int64_t id, int64_t step,
-                                               const char *verdict, double score,
+                                               enum kevo_verdict verdict, double score,
                                                double sol_fraction, double speedup,
                                                const char *metrics_json, const char *result_json)
 {
@@ -903,12 +908,12 @@ enum kevo_status kevo_archive_cand_finish_step(struct kevo_archive *a, int64_t i
     double t = now_s();
     enum kevo_status st;
 
-    KEVO_ASSERT(a && verdict);
-    if (!verdict[0] || strlen(verdict) >= sizeof ((struct kevo_cand_rec *)0)->verdict)
-        return fail(a, KEVO_ERR_INVALID, "candidate %lld: bad verdict \"%.40s\"",
-                    (long long)id, verdict);
+    KEVO_ASSERT(a);
+    if ((unsigned)verdict >= KEVO_VERDICT_COUNT)
+        return fail(a, KEVO_ERR_INVALID, "candidate %lld: bad verdict %d", (long long)id,
+                    (int)verdict);
     /* best/elites order ok candidates by score: an ok one without a score is a bug */
-    if (strcmp(verdict, "ok") == 0 && !isfinite(score))
+    if (verdict == KEVO_VERDICT_OK && !isfinite(score))
         return fail(a, KEVO_ERR_INVALID, "candidate %lld: verdict ok needs a finite score",
                     (long long)id);
     st = tx_begin(a);
@@ -954,6 +959,17 @@ static enum kevo_status cand_fill_text(sqlite3_stmt *s, struct kevo_cand_rec *ou
     return st;
 }
 
+/* The verdict column of a done row; -1 when it names no verdict (a malformed row). */
+static int cand_verdict(sqlite3_stmt *s, struct kevo_cand_rec *out)
+{
+    const char *v = (const char *)sqlite3_column_text(s, 14);
+
+    out->verdict = KEVO_VERDICT_OK;   /* a pending row's verdict is '' and means nothing */
+    if (out->state != KEVO_CAND_DONE)
+        return 0;
+    return v && kevo_verdict_parse(v, &out->verdict) == KEVO_OK ? 0 : -1;
+}
+
 /* The current S_CAND_GET row into out (columns: CAND_COLS). */
 static enum kevo_status cand_fill(struct kevo_archive *a, sqlite3_stmt *s,
                                   struct kevo_cand_rec *out)
@@ -967,16 +983,20 @@ static enum kevo_status cand_fill(struct kevo_archive *a, sqlite3_stmt *s,
     if (copy_field(out->source_hash, sizeof out->source_hash,
                    (const char *)sqlite3_column_text(s, 4)) ||
         copy_field(out->key, sizeof out->key, (const char *)sqlite3_column_text(s, 5)) ||
-        copy_field(out->op, sizeof out->op, (const char *)sqlite3_column_text(s, 6)) ||
-        copy_field(out->verdict, sizeof out->verdict, (const char *)sqlite3_column_text(s, 14)))
+        copy_field(out->op, sizeof out->op, (const char *)sqlite3_column_text(s, 6)))
         return fail(a, KEVO_ERR_IO, "candidate %lld: malformed row", (long long)out->id);
+    out->state = state && strcmp(state, "done") == 0 ? KEVO_CAND_DONE : KEVO_CAND_PENDING;
+    if (cand_verdict(s, out)) {
+        const char *v = (const char *)sqlite3_column_text(s, 14);
+        return fail(a, KEVO_ERR_IO, "candidate %lld: malformed row: unknown verdict \"%.40s\"",
+                    (long long)out->id, v ? v : "");
+    }
     if (cand_fill_text(s, out) != KEVO_OK)
         return fail(a, KEVO_ERR_NOMEM, "reading candidate %lld: out of memory",
                     (long long)out->id);
     out->island = sqlite3_column_int(s, 10);
     out->cell = sqlite3_column_int(s, 11);
     out->generation = sqlite3_column_int(s, 12);
-    out->state = state && strcmp(state, "done") == 0 ? KEVO_CAND_DONE : KEVO_CAND_PENDING;
     out->score = col_real(s, 15);
     out->sol_fraction = col_real(s, 16);
     out->speedup = col_real(s, 17);

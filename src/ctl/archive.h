@@ -103,7 +103,8 @@ struct kevo_cand_rec {
     int island, cell;                  /* MAP-Elites cell; -1 when not placed */
     int generation;
     enum kevo_cand_state state;
-    char verdict[32];                  /* "" while pending */
+    enum kevo_verdict verdict;         /* meaningful only when state is DONE (0 while
+                                          pending); stored as its name (kevo_verdict_name) */
     double score;                      /* lower is better (seconds, geomean); valid when ok */
     double sol_fraction, speedup;      /* geomeans over visible workloads */
                                        /* (the three read NAN when not stored) */
@@ -113,6 +114,8 @@ struct kevo_cand_rec {
     int improved;                      /* ok and faster than its (ok) first parent */
 };
 void kevo_archive_cand_clear(struct kevo_cand_rec *c);
+/* c's verdict as stored and shown: its name, or "" while pending. Never NULL. */
+const char *kevo_archive_cand_verdict(const struct kevo_cand_rec *c);
 
 /*
  * Record a proposal (state PENDING) before it is evaluated. r->key must be set (the
@@ -132,17 +135,20 @@ KEVO_NODISCARD enum kevo_status kevo_archive_cand_by_key(struct kevo_archive *a,
 /*
  * The verdict arrived: store it with its metrics and the full eval result (in the
  * evaluations table, kind "verify"; none when result_json is NULL), state DONE, in one
- * transaction. Verdict "ok" needs a finite score (KEVO_ERR_INVALID otherwise); non-finite
- * sol_fraction/speedup are stored as "not measured". KEVO_ERR_NOTFOUND for an unknown id.
+ * transaction. The verdict is stored as its name (kevo_verdict_name), the text the schema's
+ * `verdict = 'ok'` rules read. KEVO_VERDICT_OK needs a finite score, a value outside enum
+ * kevo_verdict is refused (KEVO_ERR_INVALID both); non-finite sol_fraction/speedup are
+ * stored as "not measured". KEVO_ERR_NOTFOUND for an unknown id.
  */
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a, int64_t id,
-                                                         const char *verdict, double score,
+                                                         enum kevo_verdict verdict, double score,
                                                          double sol_fraction, double speedup,
                                                          const char *metrics_json,
                                                          const char *result_json);
 /* The same, as step `step` (> 0) of the run's log (kevo_archive_steps). */
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_finish_step(struct kevo_archive *a, int64_t id,
-                                                              int64_t step, const char *verdict,
+                                                              int64_t step,
+                                                              enum kevo_verdict verdict,
                                                               double score, double sol_fraction,
                                                               double speedup,
                                                               const char *metrics_json,
@@ -152,6 +158,8 @@ KEVO_NODISCARD enum kevo_status kevo_archive_cand_finish_step(struct kevo_archiv
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_place(struct kevo_archive *a, int64_t id,
                                                         int island, int cell,
                                                         const char *descriptors_json);
+/* Candidate id into *out (kevo_archive_cand_clear it); KEVO_ERR_IO for a malformed row, one
+ * DONE with a verdict text that names no verdict of enum kevo_verdict among them. */
 KEVO_NODISCARD enum kevo_status kevo_archive_cand_get(struct kevo_archive *a, int64_t id,
                                                       struct kevo_cand_rec *out);
 /* Ids of the run's candidates in `state` (KEVO_CAND_ANY: all), oldest first (kevo_free

@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "core/result.h"
 
 #include <dirent.h>
 #include <jansson.h>
@@ -61,15 +62,6 @@ static int is_dir(const char *p)
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-static char *path_join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = kevo_malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
-
 /* Task files under path (a file, or a directory walked in name order). */
 static enum kevo_status collect(const char *path, struct paths *out, char **msg)
 {
@@ -92,7 +84,7 @@ static enum kevo_status collect(const char *path, struct paths *out, char **msg)
     for (int i = 0; i < n; i++) {
         const char *nm = ents[i]->d_name;
         char *sub = NULL;
-        if (!st && nm[0] != '.' && (sub = path_join(path, nm)) != NULL) {
+        if (!st && nm[0] != '.' && (sub = kevo_strdupf("%s/%s", path, nm)) != NULL) {
             if (is_dir(sub) || has_ext(nm))
                 st = collect(sub, out, msg);
         } else if (!st && nm[0] != '.') {
@@ -121,7 +113,7 @@ static enum kevo_status find_cands(const char *dir, const char *name, const char
                                    struct paths *out)
 {
     char file[4096];
-    char *sub = path_join(dir, name);
+    char *sub = kevo_strdupf("%s/%s", dir, name);
     enum kevo_status st = KEVO_OK;
     char *msg = NULL;
 
@@ -139,17 +131,16 @@ static enum kevo_status find_cands(const char *dir, const char *name, const char
 
 /* ---- baselines ---- */
 
-/* The baseline entry of workload `index` of task `name` when its sizes match. */
-static json_t *baseline_of(json_t *bl, const char *name, json_t *w)
+/* The baseline entry of workload w of task `name` (same index) when its sizes match. */
+static json_t *baseline_of(json_t *bl, const char *name, const struct kevo_result_wl *w)
 {
     json_t *t = json_object_get(json_object_get(bl, "tasks"), name);
     size_t i;
     json_t *b;
 
     json_array_foreach(json_object_get(t, "workloads"), i, b) {
-        if (json_integer_value(json_object_get(b, "index")) ==
-                json_integer_value(json_object_get(w, "index")) &&
-            json_equal(json_object_get(b, "sizes"), json_object_get(w, "sizes")))
+        if (json_integer_value(json_object_get(b, "index")) == w->index &&
+            json_equal(json_object_get(b, "sizes"), w->sizes))
             return b;
     }
     return NULL;
@@ -157,15 +148,25 @@ static json_t *baseline_of(json_t *bl, const char *name, json_t *w)
 
 /* ---- per task ---- */
 
+/*
+ * The verdict of a bench entry whose task was not judged: kevo could not evaluate it (a
+ * file that does not parse, a worker that cannot start: failed_entry) or its result named
+ * no verdict. It is the bench document's own value (docs/bench.md, kevo.h), deliberately
+ * not a verdict of enum kevo_verdict: nothing about a candidate was decided.
+ */
+#define BENCH_ERROR "error"
+
 static double jnum(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
-static double median_of(json_t *w, const char *which)
+/* A figure of a decoded result as the bench reads it: a non-finite one (the worker's
+ * "nan"/"inf", which the decoder reads as NaN/Inf) is "not measured", 0. */
+static double fin(double v)
 {
-    return jnum(json_object_get(w, which), "median_s");
+    return isfinite(v) ? v : 0.0;
 }
 
 /* SOL-ExecBench's score of time t against base, both above the floor tsol; -1 if undefined. */
@@ -192,26 +193,25 @@ static void gm_add(struct gm *g, double v)
 static double gm_val(const struct gm *g) { return g->n ? exp(g->log_sum / g->n) : 0.0; }
 
 /* The row of one workload of the subject's result, with baseline ratios. */
-static json_t *wl_row(json_t *w, json_t *bl, const char *name, int is_ref, struct gm *g)
+static json_t *wl_row(const struct kevo_result_wl *w, json_t *bl, const char *name, int is_ref,
+                      struct gm *g)
 {
-    double t = median_of(w, "time");
-    double tr = is_ref ? t : median_of(w, "ref_time");
-    double tsol = jnum(w, "t_sol_s");
-    const char *v = json_string_value(json_object_get(w, "verdict"));
-    json_t *sizes = json_object_get(w, "sizes");
-    json_t *row = json_pack("{s:I, s:O, s:s}", "index",
-                            (json_int_t)json_integer_value(json_object_get(w, "index")), "sizes",
-                            sizes ? sizes : json_null(), "verdict", v ? v : "?");
+    double t = fin(w->time.median_s);
+    double tr = is_ref ? t : fin(w->ref_time.median_s);
+    double tsol = fin(w->t_sol_s), sol = fin(w->sol_fraction);
+    json_t *row = json_pack("{s:I, s:O, s:s}", "index", (json_int_t)w->index, "sizes",
+                            w->sizes ? w->sizes : json_null(), "verdict",
+                            kevo_verdict_name(w->verdict));
     json_t *b = bl ? baseline_of(bl, name, w) : NULL;
     double eager = jnum(b, "eager_s"), comp = jnum(b, "compile_s");
 
     json_object_set_new(row, "time_s", json_real(t));
     json_object_set_new(row, "ref_time_s", json_real(tr));
     json_object_set_new(row, "t_sol_s", json_real(tsol));
-    json_object_set_new(row, "sol_fraction", json_real(jnum(w, "sol_fraction")));
+    json_object_set_new(row, "sol_fraction", json_real(sol));
     if (!is_ref)
         gm_add(&g[0], t > 0 ? tr / t : 0);
-    gm_add(&g[1], jnum(w, "sol_fraction"));
+    gm_add(&g[1], sol);
     if (eager > 0 && t > 0) {
         json_object_set_new(row, "eager_s", json_real(eager));
         json_object_set_new(row, "speedup_eager", json_real(eager / t));
@@ -233,13 +233,11 @@ static json_t *wl_row(json_t *w, json_t *bl, const char *name, int is_ref, struc
 }
 
 /* Sum of the medians of the subject over its workloads (to pick the best candidate). */
-static double total_time(json_t *r)
+static double total_time(const struct kevo_result *r)
 {
     double s = 0;
-    size_t i;
-    json_t *w;
-    json_array_foreach(json_object_get(r, "workloads"), i, w)
-        s += median_of(w, "time");
+    for (int i = 0; i < r->n_wl; i++)
+        s += fin(r->wl[i].time.median_s);
     return s;
 }
 
@@ -248,6 +246,7 @@ static double total_time(json_t *r)
 static json_t *pick_subject(json_t *doc, int *is_ref)
 {
     json_t *cands = json_object_get(doc, "candidates"), *best = NULL, *c;
+    double best_t = 0;
     size_t i;
 
     *is_ref = 0;
@@ -256,9 +255,15 @@ static json_t *pick_subject(json_t *doc, int *is_ref)
         return json_object_get(doc, "reference");
     }
     json_array_foreach(cands, i, c) {
-        const char *v = json_string_value(json_object_get(c, "verdict"));
-        if (v && strcmp(v, "ok") == 0 && (!best || total_time(c) < total_time(best)))
+        struct kevo_result r;
+        char *why = NULL;
+        if (kevo_result_decode(c, &r, &why) == KEVO_OK && r.verdict == KEVO_VERDICT_OK &&
+            (!best || total_time(&r) < best_t)) {
             best = c;
+            best_t = total_time(&r);
+        }
+        kevo_result_clear(&r);
+        kevo_free(why);
     }
     return best ? best : json_array_get(cands, 0);
 }
@@ -269,18 +274,24 @@ static json_t *task_entry(json_t *doc, json_t *bl)
     int is_ref;
     json_t *sub = pick_subject(doc, &is_ref);
     const char *name = json_string_value(json_object_get(json_object_get(doc, "task"), "name"));
-    json_t *rows = json_array(), *w;
+    json_t *rows = json_array();
     struct gm g[5] = { { 0, 0 } };
-    size_t i;
+    struct kevo_result r;
+    char *why = NULL;
+    /* A subject without a verdict of enum kevo_verdict (no verdict, an unknown name) was
+     * not judged: its entry says BENCH_ERROR, as a task kevo could not evaluate does. */
+    int judged = kevo_result_decode(sub, &r, &why) == KEVO_OK;
 
-    json_array_foreach(json_object_get(sub, "workloads"), i, w)
-        json_array_append_new(rows, wl_row(w, bl, name ? name : "", is_ref, g));
-    const char *verdict = json_string_value(json_object_get(sub, "verdict"));
-    const char *message = json_string_value(json_object_get(sub, "message"));
+    for (int i = 0; i < r.n_wl; i++)
+        json_array_append_new(rows, wl_row(&r.wl[i], bl, name ? name : "", is_ref, g));
+    const char *message = judged ? r.message : json_string_value(json_object_get(sub, "message"));
     const char *who = is_ref ? "reference" : json_string_value(json_object_get(sub, "path"));
     json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:o}", "task", name ? name : "?", "subject",
-                          who ? who : "?", "verdict", verdict ? verdict : "error", "message",
+                          who ? who : "?", "verdict",
+                          judged ? kevo_verdict_name(r.verdict) : BENCH_ERROR, "message",
                           message ? message : "", "workloads", rows);
+    kevo_result_clear(&r);
+    kevo_free(why);
     if (g[0].n)
         json_object_set_new(e, "speedup", json_real(gm_val(&g[0])));
     json_object_set_new(e, "sol_fraction", json_real(gm_val(&g[1])));
@@ -295,10 +306,20 @@ static json_t *task_entry(json_t *doc, json_t *bl)
 
 /* ---- the suite ---- */
 
+/*
+ * Is bench entry e (task_entry, failed_entry) ok? Its "verdict" is its subject's verdict
+ * name, or BENCH_ERROR: the bench's own marker for a task that was not judged, which is no
+ * verdict of enum kevo_verdict. kevo_verdict_parse refuses it (KEVO_ERR_NOTFOUND) like any
+ * name it does not know, and such a task is never ok.
+ */
 static int is_ok(json_t *e)
 {
-    const char *v = json_string_value(json_object_get(e, "verdict"));
-    return v && strcmp(v, "ok") == 0;
+    const char *name = json_string_value(json_object_get(e, "verdict"));
+    enum kevo_verdict v;
+
+    if (!name || kevo_verdict_parse(name, &v) != KEVO_OK)
+        return 0;   /* BENCH_ERROR: nothing was judged */
+    return v == KEVO_VERDICT_OK;
 }
 
 /* Fraction of tasks that are ok and whose `key` speedup exceeds p (0 tasks: 0). */
@@ -357,7 +378,7 @@ static json_t *failed_entry(const char *path, enum kevo_status st, const char *m
     char name[256];
     stem(path, name, sizeof name);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:[]}", "task", name, "path", path, "subject",
-                     "none", "verdict", "error", "message", msg ? msg : kevo_status_name(st),
+                     "none", "verdict", BENCH_ERROR, "message", msg ? msg : kevo_status_name(st),
                      "workloads");
 }
 
@@ -406,12 +427,10 @@ static enum kevo_status load_baselines(const char *path, json_t **out, char **ms
     *out = json_load_file(path, 0, &e);
     if (*out && json_is_object(json_object_get(*out, "tasks")))
         return KEVO_OK;
-    char b[1024];
-    snprintf(b, sizeof b, "%s:%d: not a baselines file (bench/torch_baseline.py writes one): %s",
-             path, e.line, *out ? "no \"tasks\" object" : e.text);
+    *msg = kevo_strdupf("%s:%d: not a baselines file (bench/torch_baseline.py writes one): %s",
+                        path, e.line, *out ? "no \"tasks\" object" : e.text);
     json_decref(*out);
     *out = NULL;
-    *msg = kevo_strdup(b);
     return KEVO_ERR_INVALID;
 }
 
@@ -455,10 +474,10 @@ enum kevo_status kevo_bench_json(const char *const *paths, int n_paths,
     st = *out_json ? KEVO_OK : KEVO_ERR_NOMEM;
 out:
     if (st && out_msg && !*out_msg) {
-        char b[4200];
-        snprintf(b, sizeof b, "bench: %s%s%s", kevo_status_name(st), msg ? ": " : "",
-                 msg ? msg : (st == KEVO_ERR_NOTFOUND ? ": no task files (.cu, .c) found" : ""));
-        *out_msg = kevo_strdup(b);
+        const char *why = msg ? msg : st == KEVO_ERR_NOTFOUND ? "no task files (.cu, .c) found"
+                                                              : NULL;
+        *out_msg = kevo_strdupf("bench: %s%s%s", kevo_status_name(st), why ? ": " : "",
+                                why ? why : "");
     }
     kevo_free(msg);
     json_decref(doc);

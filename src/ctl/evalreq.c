@@ -2,7 +2,7 @@
  * evalreq - one eval or calibrate request through the pool (evalreq.h).
  */
 #include "ctl/evalreq.h"
-#include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -23,15 +23,8 @@ uint64_t kevo_secret_seed(void)
     return s;
 }
 
-static char *msgf(const char *fmt, const char *a, const char *b)
-{
-    struct kevo_buf m;
-    kevo_buf_init(&m, 1 << 16);
-    if (kevo_buf_addf(&m, fmt, a ? a : "?", b ? b : "?") != KEVO_OK) {
-        /* keep whatever fitted */
-    }
-    return kevo_buf_take(&m);
-}
+/* A name or message for the text of an error: "?" for none. */
+static const char *or_q(const char *s) { return s ? s : "?"; }
 
 /* Can jansson carry s (valid UTF-8)? */
 static int utf8_ok(const char *s)
@@ -46,6 +39,22 @@ static int set_str(json_t *o, const char *k, const char *v)
 {
     json_t *s = json_string(v);
     return s ? json_object_set_new(o, k, s) : -1;
+}
+
+/* The compile_error result of a candidate that is not UTF-8 text (it never reaches a
+ * worker): the fields of a worker's compile_error, nothing compiled. NULL: out of memory. */
+static json_t *not_utf8_result(void)
+{
+    json_t *res = kevo_result_doc_new(KEVO_VERDICT_COMPILE_ERROR,
+                                      "the candidate is not valid UTF-8 text",
+                                      json_pack("{s:s}", "message", "not valid UTF-8"));
+
+    if (res && (json_object_set_new(res, "resources", json_array()) ||
+                json_object_set_new(res, "workloads", json_array()))) {
+        json_decref(res);
+        res = NULL;
+    }
+    return res;
 }
 
 static json_t *request(const struct kevo_eval_call *c)
@@ -83,42 +92,77 @@ enum kevo_status kevo_evalreq_call(struct kevo_pool *pool, int slot, const struc
 {
     const char *what = c->cand_text ? c->cand_path : c->task_path;
     json_t *req = request(c), *reply = NULL, *res;
-    struct timespec t0, t1;
+    double t0, took;
     enum kevo_status st;
 
     *out_result = NULL;
     if (!req && c->cand_text && !utf8_ok(c->cand_text) && utf8_ok(c->task_text)) {
         /* the candidate's own fault: a verdict, like any text that does not compile */
-        *out_result = json_pack("{s:s, s:s, s:{s:s}, s:[], s:[]}", "verdict", "compile_error",
-                                "message", "the candidate is not valid UTF-8 text", "evidence",
-                                "message", "not valid UTF-8", "resources", "workloads");
+        *out_result = not_utf8_result();
         return *out_result ? KEVO_OK : KEVO_ERR_NOMEM;
     }
     if (!req) {
-        *out_msg = msgf("%s: %s", c->task_path, "the task (or a path) is not valid UTF-8 text");
+        *out_msg = kevo_strdupf("%s: the task (or a path) is not valid UTF-8 text",
+                                or_q(c->task_path));
         return KEVO_ERR_PARSE;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = kevo_now();
     st = kevo_pool_call(pool, slot, req, deadline_s, &reply);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    took = kevo_now() - t0;
     json_decref(req);
     if (st) {
-        *out_msg = msgf("evaluation of %s failed: %s", what, kevo_status_name(st));
+        *out_msg = kevo_strdupf("evaluation of %s failed: %s", or_q(what), kevo_status_name(st));
         return st;
     }
     const char *rs = json_string_value(json_object_get(reply, "status"));
     res = json_object_get(reply, "result");
     if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res)) {
         const char *m = json_string_value(json_object_get(reply, "message"));
-        *out_msg = msgf("worker could not evaluate %s: %s", what, m ? m : rs);
+        *out_msg = kevo_strdupf("worker could not evaluate %s: %s", or_q(what), or_q(m ? m : rs));
         json_decref(reply);
         return KEVO_ERR_WORKER;
     }
     *out_result = json_incref(res);
     json_decref(reply);
-    json_object_set_new(*out_result, "request_s",
-                        json_real((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9));
+    json_object_set_new(*out_result, "request_s", json_real(took));
     return KEVO_OK;
+}
+
+enum kevo_status kevo_evalreq_call_result(struct kevo_pool *pool, int slot,
+                                          const struct kevo_eval_call *c, double deadline_s,
+                                          struct kevo_result *out, char **out_msg)
+{
+    const char *what = c->cand_text ? c->cand_path : c->task_path;
+    json_t *res = NULL;
+    char *why = NULL;
+    enum kevo_status st;
+
+    memset(out, 0, sizeof *out);
+    st = kevo_evalreq_call(pool, slot, c, deadline_s, &res, out_msg);
+    if (st)
+        return st;
+    st = kevo_result_decode(res, out, &why);
+    if (st == KEVO_ERR_PARSE) {
+        *out_msg = kevo_strdupf("worker's result for %s is not an eval result: %s", or_q(what),
+                                or_q(why));
+        st = KEVO_ERR_WORKER;
+    }
+    kevo_free(why);
+    json_decref(res);   /* *out holds its own reference */
+    return st;
+}
+
+/* Is res an eval result rather than a calibration? A worker that hung or died answers any
+ * request with one (pool.c's synthesized timeout or crash). */
+static int is_eval_result(json_t *res)
+{
+    struct kevo_result r;
+    char *why = NULL;
+    int yes = kevo_result_decode(res, &r, &why) == KEVO_OK;
+
+    kevo_result_clear(&r);
+    kevo_free(why);
+    return yes;
 }
 
 enum kevo_status kevo_evalreq_calibrate(struct kevo_pool *pool, int slot, const char *backend,
@@ -132,16 +176,18 @@ enum kevo_status kevo_evalreq_calibrate(struct kevo_pool *pool, int slot, const 
     *out_calib = NULL;
     json_decref(req);
     if (st) {
-        *out_msg = msgf("calibration on the %s backend failed: %s", backend, kevo_status_name(st));
+        *out_msg = kevo_strdupf("calibration on the %s backend failed: %s", or_q(backend),
+                                kevo_status_name(st));
         return st;
     }
     const char *rs = json_string_value(json_object_get(reply, "status"));
     json_t *res = json_object_get(reply, "result");
-    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) || json_object_get(res, "verdict")) {
+    if (!rs || strcmp(rs, "ok") != 0 || !json_is_object(res) || is_eval_result(res)) {
         const char *m = json_string_value(json_object_get(reply, "message"));
         if (!m)
             m = json_string_value(json_object_get(res, "message"));
-        *out_msg = msgf("calibration on the %s backend failed: %s", backend, m);
+        *out_msg = kevo_strdupf("calibration on the %s backend failed: %s", or_q(backend),
+                                or_q(m));
         json_decref(reply);
         return KEVO_ERR_WORKER;
     }

@@ -12,6 +12,7 @@
  */
 #include "ctl/llm.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -58,13 +59,6 @@ static CURLcode curl_init_rc;
 static void curl_init_once(void)
 {
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void sleep_s(double s)
@@ -331,24 +325,6 @@ void kevo_llm_model_clear(struct kevo_llm_model *m)
 
 /* ---- keys ---- */
 
-static char *fmt_dup(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt_dup(const char *fmt, ...)
-{
-    struct kevo_buf b;
-    va_list ap;
-    enum kevo_status st;
-
-    kevo_buf_init(&b, 0);
-    va_start(ap, fmt);
-    st = kevo_buf_vaddf(&b, fmt, ap);
-    va_end(ap);
-    if (st) {
-        kevo_buf_free(&b);
-        return NULL;
-    }
-    return kevo_buf_take(&b);
-}
-
 /* $KEVO_KEY_FILE, else ~/.config/kevo/keys; *explicit says which (a missing explicit
  * file is worth a message, a missing default one is not). */
 static char *key_file_path(int *explicit)
@@ -359,7 +335,7 @@ static char *key_file_path(int *explicit)
         return kevo_strdup(p);
     if (!home || !*home)
         return NULL;
-    return fmt_dup("%s/.config/kevo/keys", home);
+    return kevo_strdupf("%s/.config/kevo/keys", home);
 }
 
 /* The whole key file, after checking what kind of file it is and who may read it. */
@@ -372,22 +348,22 @@ static char *key_file_read(const char *path, int explicit, char **why)
 
     if (fd < 0) {
         if (explicit || errno != ENOENT)
-            *why = fmt_dup("key file %s: %s", path, strerror(errno));
+            *why = kevo_strdupf("key file %s: %s", path, strerror(errno));
         return NULL;
     }
     /* fstat on the open file, so the file checked is the file read */
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > KEY_FILE_MAX) {
-        *why = fmt_dup("key file %s: not a regular file of at most %d bytes", path,
-                       KEY_FILE_MAX);
+        *why = kevo_strdupf("key file %s: not a regular file of at most %d bytes", path,
+                            KEY_FILE_MAX);
     } else if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
-        *why = fmt_dup("key file %s has mode %04o: it must not be accessible by group or "
-                       "others; refusing it (run: chmod 600 %s)", path,
-                       (unsigned)(sb.st_mode & 07777), path);
+        *why = kevo_strdupf("key file %s has mode %04o: it must not be accessible by group or "
+                            "others; refusing it (run: chmod 600 %s)", path,
+                            (unsigned)(sb.st_mode & 07777), path);
     } else {
         text = kevo_malloc((size_t)sb.st_size + 1);
         n = text ? read(fd, text, (size_t)sb.st_size) : 0;
         if (n < 0) {
-            *why = fmt_dup("key file %s: %s", path, strerror(errno));
+            *why = kevo_strdupf("key file %s: %s", path, strerror(errno));
             kevo_free(text);
             text = NULL;
         } else if (text) {
@@ -620,8 +596,8 @@ static struct curl_slist *headers_build(enum kevo_llm_api api, const char *key)
     char *auth = NULL;
 
     if (key) {
-        auth = fmt_dup(api == KEVO_LLM_OPENAI ? "Authorization: Bearer %s" : "x-api-key: %s",
-                       key);
+        auth = kevo_strdupf(api == KEVO_LLM_OPENAI ? "Authorization: Bearer %s" : "x-api-key: %s",
+                            key);
         if (!auth)
             return NULL;
         lines[4] = auth;
@@ -684,8 +660,8 @@ static enum kevo_status call_prepare(const struct kevo_llm_model *m,
     st = call_key(k, out);
     if (st || out->status[0])
         return st;
-    k->url = fmt_dup("%s/%s", m->base_url,
-                     m->api == KEVO_LLM_OPENAI ? "chat/completions" : "messages");
+    k->url = kevo_strdupf("%s/%s", m->base_url,
+                          m->api == KEVO_LLM_OPENAI ? "chat/completions" : "messages");
     k->body = body_build(m, r);
     k->headers = headers_build(m->api, k->key);
     if (!k->url || !k->body || !k->headers)
@@ -1021,7 +997,7 @@ enum kevo_status kevo_llm_complete(struct kevo_llm *c, const struct kevo_llm_mod
 {
     enum kevo_status st = KEVO_ERR_INVALID;
     struct call k;
-    double t0 = now_s();
+    double t0 = kevo_now();
 
     memset(out, 0, sizeof *out);
     memset(&k, 0, sizeof k);
@@ -1032,7 +1008,7 @@ enum kevo_status kevo_llm_complete(struct kevo_llm *c, const struct kevo_llm_mod
         goto out;
     st = call_run(c, &k, out);
 out:
-    out->latency_s = now_s() - t0;
+    out->latency_s = kevo_now() - t0;
     if (st)
         kevo_llm_reply_clear(out);
     else if (strcmp(out->status, "ok") != 0)

@@ -122,10 +122,9 @@ enum kevo_status kevo_llmops_new(const struct kevo_llmops_cfg *cfg, kevo_llmops_
         st = o->models ? KEVO_ERR_INVALID : KEVO_ERR_NOMEM;
     for (int i = 0; !st && i < cfg->n_models; i++) {
         const struct kevo_llm_model *m = &cfg->models[i];
-        char b[1024];
-        snprintf(b, sizeof b, "%s:%s@%s", m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai",
-                 m->name, m->base_url);
-        if (!(o->models[i].name = kevo_strdup(b)))
+        const char *api = m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai";
+        o->models[i].name = kevo_strdupf("%s:%s@%s", api, m->name, m->base_url);
+        if (!o->models[i].name)
             st = KEVO_ERR_NOMEM;
     }
     int n = cfg->max_concurrent > 0 ? cfg->max_concurrent : 4;

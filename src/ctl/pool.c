@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/clock.h"
+#include "core/result.h"
 #include "core/wire.h"
 
 #include <errno.h>
@@ -418,26 +419,36 @@ int kevo_pool_restarts(const struct kevo_pool *p)
 
 /* ---- calls ---- */
 
-/* {"id", "status":"ok", "result":{"verdict", "message", "evidence"?}}; evidence is stolen. */
-static json_t *synth_reply(long long id, const char *verdict, const char *message,
+/* {"id", "status":"ok", "result":{"verdict", "message", "evidence"}} (result.h's
+ * kevo_result_doc_new; evidence NULL: {}); evidence is stolen. NULL when out of memory. */
+static json_t *synth_reply(long long id, enum kevo_verdict verdict, const char *message,
                            json_t *evidence)
 {
-    json_t *res = json_pack("{s:s, s:s}", "verdict", verdict, "message", message);
+    json_t *res = kevo_result_doc_new(verdict, message, evidence);
 
-    if (res && evidence)
-        json_object_set_new(res, "evidence", evidence);
-    else
-        json_decref(evidence);
     if (!res)
         return NULL;
     return json_pack("{s:I, s:s, s:o}", "id", (json_int_t)id, "status", "ok", "result", res);
 }
 
+/* Start a fresh worker in slot w; a failure is logged (with the spawner's message). */
+static enum kevo_status respawn(struct kevo_pool *p, struct pool_worker *w)
+{
+    struct kevo_buf msg;
+    enum kevo_status st;
+
+    kevo_buf_init(&msg, POOL_MSG_MAX);
+    st = spawn_worker(p, w, &msg);
+    if (st)
+        KEVO_ERROR("cannot restart the worker for device %d: %s", w->device,
+                   kevo_buf_str(&msg));
+    kevo_buf_free(&msg);
+    return st;
+}
+
 /* Make sure slot w has a running worker: start it if it is down or has exited. */
 static enum kevo_status worker_ensure(struct kevo_pool *p, struct pool_worker *w)
 {
-    enum kevo_status st;
-    struct kevo_buf msg;
     char why[160];
 
     if (w->pid > 0 && !worker_exited(w))
@@ -448,28 +459,13 @@ static enum kevo_status worker_ensure(struct kevo_pool *p, struct pool_worker *w
         KEVO_WARN("worker for device %d exited between requests (%s); restarting",
                   w->device, why);
     }
-    kevo_buf_init(&msg, POOL_MSG_MAX);
-    st = spawn_worker(p, w, &msg);
-    if (st)
-        KEVO_ERROR("cannot restart the worker for device %d: %s", w->device,
-                   kevo_buf_str(&msg));
-    kevo_buf_free(&msg);
-    return st;
+    return respawn(p, w);
 }
 
 /* After a timeout or a death: start a fresh worker now; the text says whether it worked. */
 static const char *restart_now(struct kevo_pool *p, struct pool_worker *w)
 {
-    struct kevo_buf msg;
-    enum kevo_status st;
-
-    kevo_buf_init(&msg, POOL_MSG_MAX);
-    st = spawn_worker(p, w, &msg);
-    if (st)
-        KEVO_ERROR("cannot restart the worker for device %d: %s", w->device,
-                   kevo_buf_str(&msg));
-    kevo_buf_free(&msg);
-    return st ? "restart failed, retried at the next call" : "restarted";
+    return respawn(p, w) ? "restart failed, retried at the next call" : "restarted";
 }
 
 /* The worker hung past the deadline: kill it, restart it, verdict timeout. */
@@ -481,7 +477,8 @@ static json_t *on_timeout(struct kevo_pool *p, struct pool_worker *w, long long 
     worker_stop(w, 0, NULL);
     const char *how = restart_now(p, w);
     snprintf(text, sizeof text, "no reply within %g s; worker killed and %s", deadline_s, how);
-    return synth_reply(id, "timeout", text, json_pack("{s:f}", "deadline_s", deadline_s));
+    return synth_reply(id, KEVO_VERDICT_TIMEOUT, text,
+                       json_pack("{s:f}", "deadline_s", deadline_s));
 }
 
 /* The worker died or spoke nonsense: reap it (its status names the cause), restart it,
@@ -507,7 +504,7 @@ static json_t *on_crash(struct kevo_pool *p, struct pool_worker *w, long long id
         ev = NULL;
     const char *how = restart_now(p, w);
     snprintf(text, sizeof text, "%s; %s", why, how);
-    return synth_reply(id, "crash", text, ev);
+    return synth_reply(id, KEVO_VERDICT_CRASH, text, ev);
 }
 
 /* Send with one retry: a worker found dead at send time never saw the request, so a fresh

@@ -28,8 +28,9 @@ void kevo_pool_free(struct kevo_pool *p);   /* kills the workers */
  * Send `req` (borrowed) to worker `slot` and wait up to deadline_s seconds for the reply.
  * On KEVO_OK *out_reply is the worker's reply object (caller decrefs). If the worker hangs
  * past the deadline it is killed and restarted and *out_reply is a synthesized reply with
- * status "ok" and result {"verdict":"timeout", ...}; if it dies, likewise with "crash"
- * (exit status or signal in the message).
+ * status "ok" and result {"verdict":"timeout", "message", "evidence"} (core/result.h's
+ * kevo_result_doc_new); if it dies, likewise with "crash" (exit status or signal in the
+ * message, and in the evidence when the worker was not killed by the pool).
  */
 KEVO_NODISCARD enum kevo_status kevo_pool_call(struct kevo_pool *p, int slot, json_t *req,
                                                double deadline_s, json_t **out_reply);

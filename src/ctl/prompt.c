@@ -7,10 +7,12 @@
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/mem.h"
+#include "core/result.h"
 #include "core/task.h"
 
 #include <ctype.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,21 +80,36 @@ static void device_text(struct kevo_buf *b, json_t *c)
     kevo_buf_say(b, "; launch floor %.1f us.", num(c, "launch_floor_s") * 1e6);
 }
 
-static void verdict_text(struct kevo_buf *b, json_t *r)
+/*
+ * The results' figures as prompts have always shown them: a non-finite one (the worker's
+ * "nan"/"inf") reads 0, and so does a launch figure that is absent (-1 in core/result.h).
+ * The same evidence must give the same prompt: replays and the reply cache depend on it.
+ */
+static double fin(double v) { return isfinite(v) ? v : 0.0; }
+static int or0(int64_t v) { return v < 0 ? 0 : (int)v; }
+
+/* The results of a prompt, decoded once: NULL when there is none or it does not decode. */
+struct results {
+    const struct kevo_result *r, *r2;
+};
+
+/* doc is the result document (NULL: not evaluated); r its decoding (NULL: it has none). */
+static void verdict_text(struct kevo_buf *b, json_t *doc, const struct kevo_result *r)
 {
-    const char *v = json_string_value(json_object_get(r, "verdict"));
-    const char *m = json_string_value(json_object_get(r, "message"));
-    const char *log = json_string_value(json_object_get(r, "compile_log"));
-    json_t *ev = json_object_get(r, "evidence");
-    if (!r) {
+    if (!doc) {
         kevo_buf_say(b, "(not evaluated yet)");
         return;
     }
-    kevo_buf_say(b, "Verdict: %s", v ? v : "?");
-    if (m && *m)
-        kevo_buf_say(b, " - %s", m);
-    if (json_object_size(ev)) {
-        char *e = json_dumps(ev, JSON_COMPACT);
+    if (!r) {   /* no verdict of enum kevo_verdict in it: nothing to say about it */
+        kevo_buf_say(b, "Verdict: ?");
+        return;
+    }
+    const char *log = json_string_value(json_object_get(r->doc, "compile_log"));
+    kevo_buf_say(b, "Verdict: %s", kevo_verdict_name(r->verdict));
+    if (*r->message)
+        kevo_buf_say(b, " - %s", r->message);
+    if (json_object_size(r->evidence)) {
+        char *e = json_dumps(r->evidence, JSON_COMPACT);
         kevo_buf_say(b, "\nEvidence: %.3000s", e ? e : "{}");
         kevo_free(e);
     }
@@ -100,43 +117,45 @@ static void verdict_text(struct kevo_buf *b, json_t *r)
         kevo_buf_say(b, "\nCompiler output (excerpt):\n```\n%.*s\n```", LOG_EXCERPT, log);
 }
 
-static void metrics_text(struct kevo_buf *b, json_t *r)
+static void metrics_text(struct kevo_buf *b, const struct kevo_result *r)
 {
-    size_t i;
-    json_t *w;
-    if (!json_array_size(json_object_get(r, "workloads")))
+    if (!r || !r->n_wl)
         return;
-    kevo_buf_say(b, "Per workload (median time, fraction of the speed-of-light floor, what bounds it):\n");
-    json_array_foreach(json_object_get(r, "workloads"), i, w) {
-        json_t *t = json_object_get(w, "time");
-        char *sz = json_dumps(json_object_get(w, "sizes"), JSON_COMPACT);
-        double bytes = num(w, "bytes"), fl = num(w, "flops"), ai = bytes > 0 ? fl / bytes : 0;
-        kevo_buf_say(b, "- %s: %s", sz ? sz : "{}", json_string_value(json_object_get(w, "verdict")));
-        if (t)
-            kevo_buf_say(b, ", %.4g us, %.0f%% of SOL, %.0f GB/s, %.2f TFLOP/s, %.1f FLOP/byte (%s)",
-                 num(t, "median_s") * 1e6, 100 * num(w, "sol_fraction"), num(w, "gbps"),
-                 num(w, "tflops"), ai, ai > RIDGE ? "compute-heavy" : "memory-bound");
+    kevo_buf_say(b, "Per workload (median time, fraction of the speed-of-light floor, "
+                 "what bounds it):\n");
+    for (int i = 0; i < r->n_wl; i++) {
+        const struct kevo_result_wl *w = &r->wl[i];
+        char *sz = json_dumps(w->sizes, JSON_COMPACT);
+        double bytes = fin(w->bytes), fl = fin(w->flops), ai = bytes > 0 ? fl / bytes : 0;
+        kevo_buf_say(b, "- %s: %s", sz ? sz : "{}", kevo_verdict_name(w->verdict));
+        if (w->time.present)
+            kevo_buf_say(b, ", %.4g us, %.0f%% of SOL, %.0f GB/s, %.2f TFLOP/s, "
+                         "%.1f FLOP/byte (%s)", fin(w->time.median_s) * 1e6,
+                         100 * fin(w->sol_fraction), fin(w->gbps), fin(w->tflops), ai,
+                         ai > RIDGE ? "compute-heavy" : "memory-bound");
         kevo_buf_say(b, "\n");
         kevo_free(sz);
     }
-    json_array_foreach(json_object_get(r, "resources"), i, w)
-        kevo_buf_say(b, "- kernel %s: %d registers/thread, %d B static shared memory, %d B local memory "
-             "(spills)%s, block %d, %d blocks/SM\n", json_string_value(json_object_get(w, "kernel")),
-             (int)num(w, "regs"), (int)num(w, "static_smem"), (int)num(w, "local_bytes"),
-             num(w, "local_bytes") > 0 ? " <- spilling" : "", (int)num(w, "block"),
-             (int)num(w, "blocks_per_sm"));
+    for (int i = 0; i < r->n_res; i++) {
+        const struct kevo_result_res *k = &r->res[i];
+        kevo_buf_say(b, "- kernel %s: %d registers/thread, %d B static shared memory, "
+                     "%d B local memory (spills)%s, block %d, %d blocks/SM\n", k->kernel,
+                     (int)k->regs, (int)k->static_smem, (int)k->local_bytes,
+                     k->local_bytes > 0 ? " <- spilling" : "", or0(k->block),
+                     or0(k->blocks_per_sm));
+    }
 }
 
 /* The parent's bottleneck, for choosing notes: "memory", "compute" or "latency". */
-static const char *bottleneck(json_t *r)
+static const char *bottleneck(const struct kevo_result *r)
 {
-    json_t *w = json_array_get(json_object_get(r, "workloads"), 0);
-    double t = num(json_object_get(w, "time"), "median_s");
+    const struct kevo_result_wl *w = r && r->n_wl ? &r->wl[0] : NULL;
+    double t = w ? fin(w->time.median_s) : 0;
     if (!w || !(t > 0))
         return "any";
     if (t < 10e-6)
         return "latency";
-    return num(w, "bytes") > 0 && num(w, "flops") / num(w, "bytes") > RIDGE ? "compute" : "memory";
+    return fin(w->bytes) > 0 && fin(w->flops) / fin(w->bytes) > RIDGE ? "compute" : "memory";
 }
 
 /* ---- playbook ---- */
@@ -197,7 +216,8 @@ static int by_score(const void *a, const void *b)
     return ((const struct note *)b)->score - ((const struct note *)a)->score;
 }
 
-static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c, json_t *r)
+static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c,
+                          const struct kevo_result *r)
 {
     struct note notes[256];
     int n = 0, max = c->max_notes > 0 ? c->max_notes : 3;
@@ -233,7 +253,7 @@ static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c, j
 /* ---- templates ---- */
 
 static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
-                                 const struct kevo_prompt_ctx *c)
+                                 const struct kevo_prompt_ctx *c, const struct results *res)
 {
 #define IS(k) (kl == strlen(k) && !strncmp(key, k, kl))
     if (IS("task")) {
@@ -247,15 +267,15 @@ static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
     } else if (IS("parent2")) {
         kevo_buf_say(b, "%s", c->parent2 ? c->parent2 : "");
     } else if (IS("verdict")) {
-        verdict_text(b, c->result);
+        verdict_text(b, c->result, res->r);
     } else if (IS("metrics")) {
-        metrics_text(b, c->result);
+        metrics_text(b, res->r);
     } else if (IS("metrics2")) {
-        metrics_text(b, c->result2);
+        metrics_text(b, res->r2);
     } else if (IS("siblings")) {
         kevo_buf_say(b, "%s", c->siblings && *c->siblings ? c->siblings : "(nothing yet)");
     } else if (IS("playbook")) {
-        playbook_text(b, c, c->result);
+        playbook_text(b, c, res->r);
     } else if (IS("plan")) {
         kevo_buf_say(b, "%s", c->plan ? c->plan : "");
     } else {
@@ -266,7 +286,7 @@ static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
 }
 
 static enum kevo_status render(const char *tpl, const char *file, const struct kevo_prompt_ctx *c,
-                               char **out, char **why)
+                               const struct results *res, char **out, char **why)
 {
     struct kevo_buf b;
     const char *p = tpl;
@@ -278,12 +298,10 @@ static enum kevo_status render(const char *tpl, const char *file, const struct k
             break;
         }
         kevo_buf_say(&b, "%.*s", (int)(o - p), p);
-        if (fill_one(&b, o + 2, (size_t)(e - o - 2), c) != KEVO_OK) {
-            char m[300];
-            snprintf(m, sizeof m, "%s: unknown placeholder {{%.*s}} (known: task device parent "
-                     "parent2 verdict metrics metrics2 siblings playbook plan)", file,
-                     (int)(e - o - 2 < 64 ? e - o - 2 : 64), o + 2);
-            *why = kevo_strdup(m);
+        if (fill_one(&b, o + 2, (size_t)(e - o - 2), c, res) != KEVO_OK) {
+            *why = kevo_strdupf("%s: unknown placeholder {{%.*s}} (known: task device parent "
+                                "parent2 verdict metrics metrics2 siblings playbook plan)", file,
+                                (int)(e - o - 2 < 64 ? e - o - 2 : 64), o + 2);
             kevo_buf_free(&b);
             return KEVO_ERR_PARSE;
         }
@@ -293,32 +311,49 @@ static enum kevo_status render(const char *tpl, const char *file, const struct k
     return *out ? KEVO_OK : KEVO_ERR_NOMEM;
 }
 
+/* doc decoded into *r (r is cleared first); NULL when doc is NULL or does not decode. */
+static const struct kevo_result *decoded(json_t *doc, struct kevo_result *r)
+{
+    char *why = NULL;
+    enum kevo_status st = KEVO_ERR_NOTFOUND;
+
+    memset(r, 0, sizeof *r);
+    if (doc)
+        st = kevo_result_decode(doc, r, &why);
+    kevo_free(why);
+    return st == KEVO_OK ? r : NULL;
+}
+
 enum kevo_status kevo_prompt_build(const char *name, const struct kevo_prompt_ctx *c,
                                    char **system, char **user, char **why)
 {
     char file[300];
     enum kevo_status st;
+    struct kevo_result r1, r2;
+    struct results res;
     char *sys_t = read_file(c->template_dir, "system.md", TEMPLATE_MAX), *usr_t;
 
     *system = *user = *why = NULL;
     snprintf(file, sizeof file, "%s.md", name);
     usr_t = read_file(c->template_dir, file, TEMPLATE_MAX);
     if (!sys_t || !usr_t) {
-        char m[4200];
-        snprintf(m, sizeof m, "%s/%s: cannot read the prompt template", c->template_dir,
-                 sys_t ? file : "system.md");
-        *why = kevo_strdup(m);
+        *why = kevo_strdupf("%s/%s: cannot read the prompt template", c->template_dir,
+                            sys_t ? file : "system.md");
         kevo_free(sys_t);
         kevo_free(usr_t);
         return KEVO_ERR_NOTFOUND;
     }
-    st = render(sys_t, "system.md", c, system, why);
+    res.r = decoded(c->result, &r1);
+    res.r2 = decoded(c->result2, &r2);
+    st = render(sys_t, "system.md", c, &res, system, why);
     if (!st)
-        st = render(usr_t, file, c, user, why);
+        st = render(usr_t, file, c, &res, user, why);
     if (st) {
         kevo_free(*system);
         *system = NULL;
     }
+    kevo_result_clear(&r1);
+    kevo_result_clear(&r2);
     kevo_free(sys_t);
     kevo_free(usr_t);
     return st;

@@ -506,10 +506,10 @@ static int cand_diff(struct runctx *r, const struct sides *s, int i, char *d, si
     else if (ordinal(s->a, s->na, x.parent1) != ordinal(s->b, s->nb, y.parent1) ||
              ordinal(s->a, s->na, x.parent2) != ordinal(s->b, s->nb, y.parent2))
         bad = snprintf(d, n, "candidate %d (%s) has other parents", i + 1, x.op);
-    else if (x.state != y.state || strcmp(x.verdict, y.verdict) || x.step != y.step)
+    else if (x.state != y.state || x.verdict != y.verdict || x.step != y.step)
         bad = snprintf(d, n, "candidate %d (%s): verdict \"%s\" at step %lld, replayed \"%s\" at "
-                       "step %lld", i + 1, x.op, x.verdict, (long long)x.step, y.verdict,
-                       (long long)y.step);
+                       "step %lld", i + 1, x.op, kevo_archive_cand_verdict(&x), (long long)x.step,
+                       kevo_archive_cand_verdict(&y), (long long)y.step);
     else if (!same_real(x.score, y.score) || !same_real(x.sol_fraction, y.sol_fraction) ||
              !same_real(x.speedup, y.speedup))
         bad = snprintf(d, n, "candidate %d (%s): score %.9g, replayed %.9g", i + 1, x.op, x.score,

@@ -50,12 +50,10 @@ static enum kevo_status split(const char *t, size_t len, struct lines *out)
 static enum kevo_status why_f(char **why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static enum kevo_status why_f(char **why, const char *fmt, ...)
 {
-    char b[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
+    *why = kevo_vstrdupf(fmt, ap);
     va_end(ap);
-    *why = kevo_strdup(b);
     return KEVO_ERR_PARSE;
 }
 

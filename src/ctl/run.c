@@ -383,7 +383,8 @@ static double ok_score(struct runctx *r, int64_t id)
     struct kevo_cand_rec c;
     double s = 0;
     memset(&c, 0, sizeof c);
-    if (id && kevo_archive_cand_get(r->ar, id, &c) == KEVO_OK && strcmp(c.verdict, "ok") == 0)
+    if (id && kevo_archive_cand_get(r->ar, id, &c) == KEVO_OK && c.state == KEVO_CAND_DONE &&
+        c.verdict == KEVO_VERDICT_OK)
         s = c.score;
     kevo_archive_cand_clear(&c);
     return s;
@@ -568,8 +569,11 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     if (ok)
         summarize(r, j->result, &score, &sol, &speedup);
     ok = ok && score > 0;
+    enum kevo_verdict vk = KEVO_VERDICT_CRASH;   /* verdict_of's fallback for a name it lacks */
+    if (kevo_verdict_parse(v, &vk) != KEVO_OK)
+        vk = KEVO_VERDICT_CRASH;
     if (!st)
-        st = kevo_archive_cand_finish_step(r->ar, j->id, r->cur_step, v, score, sol, speedup,
+        st = kevo_archive_cand_finish_step(r->ar, j->id, r->cur_step, vk, score, sol, speedup,
                                            metrics, res);
     if (st)
         st = kevo_run_fail(r, st, "recording the verdict of candidate %lld: %s", (long long)j->id,
@@ -932,7 +936,7 @@ static enum kevo_status rebuild(struct runctx *r)
         st = kevo_archive_cand_get(r->ar, ids[i], &c);
         if (st)
             break;
-        int ok = strcmp(c.verdict, "ok") == 0 && c.score > 0;
+        int ok = c.verdict == KEVO_VERDICT_OK && c.score > 0;
         int op = op_index(r, c.op);
         kevo_search_op_proposed(r->s, op);
         kevo_search_op_result(r->s, op, ok, c.improved);

@@ -570,7 +570,8 @@ static enum kevo_status unparsable(struct runctx *r, const struct kevo_llm_call 
                             "evidence", "message", msg);
     char *rs = res ? json_dumps(res, JSON_COMPACT) : NULL;
     if (!st)
-        st = kevo_archive_cand_finish(r->ar, *id, "compile_error", 0, 0, 0, "{}", rs ? rs : "{}");
+        st = kevo_archive_cand_finish(r->ar, *id, KEVO_VERDICT_COMPILE_ERROR, 0, 0, 0, "{}",
+                                      rs ? rs : "{}");
     kevo_free(rs);
     json_decref(res);
     r->n_done++;

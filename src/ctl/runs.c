@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 #include <limits.h>
-#include <stdio.h>
 #include <string.h>
 
 #define LINEAGE_MAX 1000
@@ -18,15 +17,6 @@ static const char *status_name(enum kevo_run_status s)
 {
     static const char *const n[] = { "running", "done", "stopped", "failed" };
     return (unsigned)s < 4 ? n[s] : "?";
-}
-
-static char *dup_msg(const char *a, const char *b)
-{
-    size_t n = strlen(a) + (b ? strlen(b) : 0) + 3;
-    char *m = kevo_malloc(n);
-    if (m)
-        snprintf(m, n, "%s%s%s", a, b ? ": " : "", b ? b : "");
-    return m;
 }
 
 /* From id back through first parents: [{id, op, verdict, score_s, params, flags}, ...]. */
@@ -39,8 +29,8 @@ static json_t *lineage(struct kevo_archive *a, int64_t id)
         if (kevo_archive_cand_get(a, id, &c) != KEVO_OK)
             break;
         json_t *e = json_pack("{s:I, s:s, s:s, s:f, s:f, s:I}", "id", (json_int_t)c.id, "op", c.op,
-                              "verdict", c.verdict, "score_s", c.score, "speedup", c.speedup,
-                              "parent", (json_int_t)c.parent1);
+                              "verdict", kevo_archive_cand_verdict(&c), "score_s", c.score,
+                              "speedup", c.speedup, "parent", (json_int_t)c.parent1);
         json_object_set_new(e, "params", c.params_json ? json_loads(c.params_json, 0, NULL)
                                                        : json_null());
         json_object_set_new(e, "flags", c.flags_json ? json_loads(c.flags_json, 0, NULL)
@@ -92,13 +82,13 @@ enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json
     *out_msg = NULL;
     memset(&r, 0, sizeof r);
     if (!archive && (st = kevo_run_default_archive(def, sizeof def)) != KEVO_OK) {
-        *out_msg = dup_msg("no archive path: set KEVO_ARCHIVE or HOME", NULL);
+        *out_msg = kevo_strdup("no archive path: set KEVO_ARCHIVE or HOME");
         return st;
     }
     archive = archive ? archive : def;
     st = kevo_archive_open(archive, &a, &m);
     if (st) {
-        *out_msg = m ? m : dup_msg(archive, kevo_status_name(st));
+        *out_msg = m ? m : kevo_strdupf("%s: %s", archive, kevo_status_name(st));
         return st;
     }
     if (!id) {
@@ -113,7 +103,7 @@ enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json
         json_decref(doc);
     }
     if (st)
-        *out_msg = dup_msg(archive, kevo_archive_errmsg(a));
+        *out_msg = kevo_strdupf("%s: %s", archive, kevo_archive_errmsg(a));
     else if (!*out_json)
         st = KEVO_ERR_NOMEM;
     kevo_free(list);

@@ -22,6 +22,7 @@
 #include "worker/backend_cpu.h"
 #include "worker/backend_cpu_cc.h"
 #include "worker/backend_cpu_shim.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "worker/sandbox.h"
@@ -574,7 +575,7 @@ static enum kevo_status module_ready(struct cpu_ctx *ctx, struct kevo_module *m,
     st = arena_alloc(&ctx->arena, 64, &m->slot);
     if (!st)
         st = kevo_runner_start(ctx->sb, m->so_path, m->n_entries, m->slot,
-                               kevo_sandbox_now() + ctx->deadline_s, &m->runner, &res, &why);
+                               kevo_now() + ctx->deadline_s, &m->runner, &res, &why);
     if (st) {
         kevo_buf_say(err, "%s: starting the runner: %s", m->path, kevo_buf_str(&why));
         module_stop_runner(m);   // gives the slot back; the next launch tries again
@@ -694,7 +695,7 @@ static enum kevo_status cpu_launch(void *vctx, struct kevo_module *m,
     if (st)
         return st;
     ctx->pending = m;
-    ctx->pending_deadline = kevo_sandbox_now() + ctx->deadline_s;
+    ctx->pending_deadline = kevo_now() + ctx->deadline_s;
     return KEVO_OK;
 }
 
@@ -791,7 +792,7 @@ static enum kevo_status cpu_time(void *vctx, struct kevo_module *m,
     if (st)
         return st;
     kevo_runner_resume(m->runner);   // waking it is not part of the measured work
-    t0 = kevo_sandbox_now();
+    t0 = kevo_now();
     st = kevo_runner_send(m->runner, calls, n_calls, batch, err);
     if (!st)
         st = kevo_runner_wait(m->runner, t0 + ctx->deadline_s, &res);

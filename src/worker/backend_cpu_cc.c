@@ -8,15 +8,16 @@
  */
 #include "worker/backend_cpu_cc.h"
 #include "worker/backend_cpu.h"
+#include "base/clock.h"
+#include "base/fdio.h"
+#include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "worker/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -122,16 +123,9 @@ static enum kevo_status write_file(const char *path, const char *data, size_t n)
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return KEVO_ERR_IO;
-    while (n) {
-        ssize_t w = write(fd, data, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            close(fd);
-            return KEVO_ERR_IO;
-        }
-        data += w;
-        n -= (size_t)w;
+    if (kevo_fs_write_all(fd, data, n) != 0) {
+        close(fd);
+        return KEVO_ERR_IO;
     }
     return close(fd) == 0 ? KEVO_OK : KEVO_ERR_IO;
 }
@@ -210,18 +204,15 @@ static char **compiler_env(const char *dir, char **tmpdir_var)
     extern char **environ;
     size_t n = 0;
     char **env;
-    struct kevo_buf b;
 
-    kevo_buf_init(&b, 0);
     while (environ && environ[n])
         n++;
     env = kevo_calloc(n + 3, sizeof *env);
-    if (!env || kevo_buf_addf(&b, "TMPDIR=%s", dir) != KEVO_OK) {
+    *tmpdir_var = env ? kevo_strdupf("TMPDIR=%s", dir) : NULL;
+    if (!*tmpdir_var) {
         kevo_free(env);
-        kevo_buf_free(&b);
         return NULL;
     }
-    *tmpdir_var = kevo_buf_take(&b);
     size_t k = 0;
     env[k++] = *tmpdir_var;
     env[k++] = "LC_ALL=C";
@@ -262,15 +253,9 @@ static int collect_output(int fd, double deadline, struct kevo_buf *out)
 {
     char chunk[4096];
     for (;;) {
-        double left = deadline - kevo_sandbox_now();
-        if (left <= 0)
-            return 1;
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int pr = poll(&p, 1, (int)(left * 1000.0) + 1);
-        if (pr < 0 && errno != EINTR)
-            return 0;
-        if (pr <= 0)
-            continue;
+        enum kevo_status st = kevo_fd_wait_readable(fd, &deadline);
+        if (st)
+            return st == KEVO_ERR_TIMEOUT;
         ssize_t r = read(fd, chunk, sizeof chunk);
         if (r < 0 && errno == EINTR)
             continue;
@@ -309,7 +294,7 @@ static enum kevo_status run_compiler(char **argv, const char *dir, struct kevo_b
         exec_compiler(argv, env, pfd[1]);
     close(pfd[1]);
     pfd[1] = -1;
-    late = collect_output(pfd[0], kevo_sandbox_now() + CPU_COMPILE_TIMEOUT_S, out);
+    late = collect_output(pfd[0], kevo_now() + CPU_COMPILE_TIMEOUT_S, out);
     if (late) {
         (void)kill(-pid, SIGKILL);
         (void)kill(pid, SIGKILL);

@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,19 +103,6 @@ struct cal {
 };
 
 /* ---- small helpers ---- */
-
-static void err_addf(struct kevo_buf *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void err_addf(struct kevo_buf *err, const char *fmt, ...)
-{
-    va_list ap;
-    enum kevo_status ignored;
-
-    va_start(ap, fmt);
-    ignored = kevo_buf_vaddf(err, fmt, ap);   /* a message cut by the cap is still useful */
-    va_end(ap);
-    (void)ignored;
-}
 
 /* Forget what a failed attempt appended, once a retry has succeeded. */
 static void err_truncate(struct kevo_buf *err, size_t len)
@@ -233,8 +219,8 @@ static enum kevo_status cal_compile(struct cal *c)
         st = c->b->ops->compile(c->b->ctx, &req, &c->mod, &log);
     }
     if (st)
-        err_addf(c->err, "%scalibrate: %s did not compile (%s)%s%s", c->err->len ? "; " : "",
-                 req.path, kevo_status_name(st), log.len ? ":\n" : "", kevo_buf_str(&log));
+        kevo_buf_say(c->err, "%scalibrate: %s did not compile (%s)%s%s", c->err->len ? "; " : "",
+                     req.path, kevo_status_name(st), log.len ? ":\n" : "", kevo_buf_str(&log));
     kevo_buf_free(&log);
     return st;
 }
@@ -257,8 +243,8 @@ static enum kevo_status cal_alloc_pair(struct cal *c, size_t want)
             c->x = 0;
         }
         if (st == KEVO_ERR_DEVICE || n / 2 < BUF_MIN) {
-            err_addf(c->err, "%scalibrate: could not allocate two buffers of %zu bytes",
-                     c->err->len ? "; " : "", n);
+            kevo_buf_say(c->err, "%scalibrate: could not allocate two buffers of %zu bytes",
+                         c->err->len ? "; " : "", n);
             return st;
         }
         n /= 2;
@@ -305,7 +291,7 @@ static enum kevo_status cal_buffers(struct cal *c)
     if (!st)
         st = ops->sync(c->b->ctx, c->err);
     if (st)
-        err_addf(c->err, "%scalibrate: preparing buffers failed", c->err->len ? "; " : "");
+        kevo_buf_say(c->err, "%scalibrate: preparing buffers failed", c->err->len ? "; " : "");
     return st;
 }
 
@@ -351,7 +337,7 @@ static enum kevo_status cal_time(struct cal *c, const struct kevo_call *k, int b
     for (int i = 0; !st && i < c->n_samples; i++) {
         st = c->b->ops->time(c->b->ctx, c->mod, k, 1, batch, 1, &s, c->err);
         if (!st && !(s.seconds > 0.0 && isfinite(s.seconds))) {
-            err_addf(c->err, "backend reported a time of %g s", s.seconds);
+            kevo_buf_say(c->err, "backend reported a time of %g s", s.seconds);
             st = KEVO_ERR_INVALID;
         }
         if (!st) {
@@ -361,8 +347,8 @@ static enum kevo_status cal_time(struct cal *c, const struct kevo_call *k, int b
         }
     }
     if (st) {
-        err_addf(c->err, "%s(while timing %s for calibration)", c->err->len ? "; " : "",
-                 entry_names[k->entry]);
+        kevo_buf_say(c->err, "%s(while timing %s for calibration)", c->err->len ? "; " : "",
+                     entry_names[k->entry]);
         goto out;
     }
     *out_s = t[0];
@@ -629,8 +615,8 @@ static enum kevo_status measure(struct kevo_backend *b, const struct kevo_device
     c.info = info;
     c.cuda = strcmp(b->ops->name, "cuda") == 0;
     if (!c.cuda && strcmp(b->ops->name, "cpu") != 0) {
-        err_addf(err, "%scalibrate: no calibration kernels for backend '%s'",
-                 err->len ? "; " : "", b->ops->name);
+        kevo_buf_say(err, "%scalibrate: no calibration kernels for backend '%s'",
+                     err->len ? "; " : "", b->ops->name);
         return KEVO_ERR_UNSUPPORTED;
     }
     c.n_samples = c.cuda ? GPU_SAMPLES : CPU_SAMPLES;
@@ -805,7 +791,7 @@ KEVO_NODISCARD enum kevo_status kevo_calibrate_run(struct kevo_backend *b, int f
     memset(&info, 0, sizeof info);
     st = b->ops->info(b->ctx, &info);
     if (st) {
-        err_addf(err, "%scalibrate: could not query the device", err->len ? "; " : "");
+        kevo_buf_say(err, "%scalibrate: could not query the device", err->len ? "; " : "");
         goto out;
     }
     st = cache_path(&info, &path);

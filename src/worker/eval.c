@@ -31,7 +31,7 @@
 #include "worker/eval.h"
 #include "worker/eval_cache.h"
 #include "worker/eval_int.h"
-#include "core/timing.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -53,12 +53,10 @@ static enum kevo_status req_err(char **out_msg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static enum kevo_status req_err(char **out_msg, const char *fmt, ...)
 {
-    char m[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(m, sizeof m, fmt, ap);
+    *out_msg = kevo_vstrdupf(fmt, ap);
     va_end(ap);
-    *out_msg = kevo_strdup(m);
     return KEVO_ERR_INVALID;
 }
 
@@ -548,10 +546,10 @@ static enum kevo_status phase_verify(struct kevo_ev *e, int w)
     x.j = json_pack("{s:i, s:b, s:o}", "index", w, "holdout", e->task->workloads[w].holdout != 0,
                     "sizes", kevo_eval_wl_sizes(e, &x));
     json_array_append_new(e->wls, x.j);
-    double t0 = kevo_timing_now();
+    double t0 = kevo_now();
     if (!st && !x.verdict)
         st = kevo_eval_wl_verify(e, &x);
-    json_object_set_new(x.j, "verify_s", json_real(kevo_timing_now() - t0));
+    json_object_set_new(x.j, "verify_s", json_real(kevo_now() - t0));
     if (!st || x.verdict)
         wl_record(e, &x);
     kevo_eval_wl_free(e, &x);
@@ -565,10 +563,10 @@ static enum kevo_status phase_time(struct kevo_ev *e, int w, size_t entry)
     enum kevo_status st = kevo_eval_wl_setup(e, &x, w);
 
     x.j = json_array_get(e->wls, entry);
-    double t0 = kevo_timing_now();
+    double t0 = kevo_now();
     if (!st && !x.verdict)
         st = kevo_eval_wl_time(e, &x);
-    json_object_set_new(x.j, "time_s", json_real(kevo_timing_now() - t0));
+    json_object_set_new(x.j, "time_s", json_real(kevo_now() - t0));
     if (!st || x.verdict)
         wl_record(e, &x);
     kevo_eval_wl_free(e, &x);
@@ -589,32 +587,32 @@ static enum kevo_status run_all(struct kevo_ev *e)
     }
     e->ref.src = e->task;
     e->can.src = e->cand;
-    double t0 = kevo_timing_now();
+    double t0 = kevo_now();
     if (!st && !e->verdict)
         st = compile_plan(e, &e->ref, 0);
     if (!st && !e->verdict && e->self)
         e->can = e->ref; /* one module, evaluated as its own candidate */
     else if (!st && !e->verdict)
         st = compile_plan(e, &e->can, 1);
-    e->t_compile = kevo_timing_now() - t0;
+    e->t_compile = kevo_now() - t0;
     if (st || e->verdict)
         return st;
     for (int w = 0; w < e->task->n_workloads && primary < 0; w++)
         primary = selected(e, w) ? w : -1;
     add_resources(e, primary);
-    t0 = kevo_timing_now();
+    t0 = kevo_now();
     for (int w = 0; w < e->task->n_workloads && !st && !e->verdict; w++) {
         if (selected(e, w))
             st = phase_verify(e, w);
     }
-    e->t_verify = kevo_timing_now() - t0;
-    t0 = kevo_timing_now();
+    e->t_verify = kevo_now() - t0;
+    t0 = kevo_now();
     size_t entry = 0;
     for (int w = 0; e->req->timing && w < e->task->n_workloads && !st && !e->verdict; w++) {
         if (selected(e, w))
             st = phase_time(e, w, entry++);
     }
-    e->t_time = kevo_timing_now() - t0;
+    e->t_time = kevo_now() - t0;
     return st;
 }
 

@@ -42,11 +42,18 @@ int kevo_eval_env_value(const struct kevo_env *env, const char *text, int64_t *o
 
 /* ---- verdicts and statuses ---- */
 
-static char *vfmt(const char *fmt, va_list ap)
+/* A verdict's message is a headline, cut at MESSAGE_MAX bytes: the long text (a compile
+ * error, a backend's message) travels whole in its evidence. NULL when out of memory. */
+#define MESSAGE_MAX 1023
+
+static char *headline(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static char *headline(const char *fmt, va_list ap)
 {
-    char m[1024];
-    vsnprintf(m, sizeof m, fmt, ap);
-    return kevo_strdup(m);
+    char *m = kevo_vstrdupf(fmt, ap);
+
+    if (m && strlen(m) > MESSAGE_MAX)
+        m[MESSAGE_MAX] = '\0';
+    return m;
 }
 
 /* Record a workload verdict; the first one wins. Takes ownership of evidence. */
@@ -61,7 +68,7 @@ void kevo_eval_wl_fail(struct kevo_wl *x, enum kevo_verdict v, json_t *evidence,
     x->verdict = v;
     x->evidence = evidence ? evidence : json_object();
     va_start(ap, fmt);
-    x->message = vfmt(fmt, ap);
+    x->message = headline(fmt, ap);
     va_end(ap);
 }
 
@@ -75,7 +82,7 @@ void kevo_eval_fail(struct kevo_ev *e, enum kevo_verdict v, json_t *evidence, co
     e->verdict = v;
     e->evidence = evidence ? evidence : json_object();
     va_start(ap, fmt);
-    e->message = vfmt(fmt, ap);
+    e->message = headline(fmt, ap);
     va_end(ap);
 }
 

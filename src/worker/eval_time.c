@@ -9,6 +9,7 @@
  * inputs regenerated) and judges the candidate's set-k outputs against it there.
  */
 #include "worker/eval_int.h"
+#include "base/clock.h"
 #include "base/mem.h"
 #include "core/sol.h"
 #include "core/timing.h"
@@ -214,7 +215,7 @@ static double median_of(double *v, int n)
  * then the batch length from the per-call estimate. */
 static enum kevo_status warm_up(struct tctx *c, int n_arms, double cap_s)
 {
-    double est[2][64], t0 = kevo_timing_now(), el = 0.0, sec, mhz;
+    double est[2][64], t0 = kevo_now(), el = 0.0, sec, mhz;
     int i = 0;
     enum kevo_status st;
 
@@ -227,7 +228,7 @@ static enum kevo_status warm_up(struct tctx *c, int n_arms, double cap_s)
             est[a][i % 64] = sec;
         }
         i++;
-        el = kevo_timing_now() - t0;
+        el = kevo_now() - t0;
         if ((i >= 3 && i >= c->K && el >= 10e-3) || (i >= 3 && el >= cap_s) || i >= 10000)
             break;
     }

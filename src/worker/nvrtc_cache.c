@@ -6,6 +6,7 @@
  * are made so callers own what they get.
  */
 #include "worker/nvrtc_cache.h"
+#include "base/clock.h"
 #include "base/fsutil.h"
 
 #include "base/log.h"
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define CACHE_FORMAT    1u
@@ -331,9 +331,8 @@ static uint64_t random64(void)
 
     if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
         return r;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ atomic_fetch_add(&counter, 1);
+    uint64_t ns = (uint64_t)(kevo_now() * 1e9);   // no getrandom: the clock and a counter
+    return (ns << 20) ^ (ns >> 30) ^ atomic_fetch_add(&counter, 1);
 }
 
 static void warn_write(const char *path, const char *what)

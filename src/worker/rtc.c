@@ -176,44 +176,28 @@ static enum kevo_status build_opts(const struct kevo_compile_req *req, const cha
 
 /* ---- compiling ---- */
 
-/* Append to a log (may be NULL). A log cut at its cap keeps what fitted, which is all a
- * reader needs, so the status is deliberately dropped. */
-static void logf_(struct kevo_buf *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct kevo_buf *log, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!log)
-        return;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(log, fmt, ap) != KEVO_OK) {
-        /* truncated at the cap */
-    }
-    va_end(ap);
-}
-
 static void log_add(struct kevo_buf *log, const char *text)
 {
     if (text && *text)
-        logf_(log, "%s", text);
+        kevo_buf_say(log, "%s", text);
 }
 
 /* Say which option list NVRTC refused (it names the bad option only sometimes). */
 static void log_options(struct kevo_buf *log, nvrtcResult r, const struct opts *o)
 {
-    logf_(log, "nvrtc: %s; options were:", nvrtcGetErrorString(r));
+    kevo_buf_say(log, "nvrtc: %s; options were:", nvrtcGetErrorString(r));
     for (int i = 0; i < o->n; i++)
-        logf_(log, " %s", o->v[i]);
-    logf_(log, "\n");
+        kevo_buf_say(log, " %s", o->v[i]);
+    kevo_buf_say(log, "\n");
 }
 
 /* Append "<what>: <NVRTC error text>" to log; the status for an NVRTC-side failure. */
 static enum kevo_status nvrtc_fail(struct kevo_buf *log, const char *what, nvrtcResult r)
 {
     if (log)
-        logf_(log, "%snvrtc: %s failed: %s\n",
-              log->len && log->data[log->len - 1] != '\n' ? "\n" : "", what,
-              nvrtcGetErrorString(r));
+        kevo_buf_say(log, "%snvrtc: %s failed: %s\n",
+                     log->len && log->data[log->len - 1] != '\n' ? "\n" : "", what,
+                     nvrtcGetErrorString(r));
     return KEVO_ERR_NVRTC;
 }
 

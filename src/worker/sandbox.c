@@ -14,6 +14,8 @@
  * checked, and anything odd ends it (KEVO_RUN_BROKEN).
  */
 #include "worker/sandbox.h"
+#include "base/clock.h"
+#include "base/fdio.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -27,7 +29,6 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,24 +81,6 @@ struct kevo_runner {
     struct kevo_shim_param *params;
 };
 
-double kevo_sandbox_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Append to an error message; one that does not fit is cut short, which is all we can do. */
-static void errf(struct kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void errf(struct kevo_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (kevo_buf_vaddf(b, fmt, ap) != KEVO_OK)
-        KEVO_DEBUG("sandbox: error message truncated");
-    va_end(ap);
-}
-
 static void sleep_s(double s)
 {
     struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
@@ -110,37 +93,21 @@ static void sleep_s(double s)
 enum io_end { IO_OK = 0, IO_EOF, IO_TIMEOUT, IO_ERROR };
 
 /*
- * Read exactly n bytes before the absolute deadline. Data already there is read even when
- * the deadline has passed (a sync long after the run finished is not a timeout).
+ * Read exactly n bytes before the absolute deadline (kevo_fd_read_full). Data already there
+ * is read even when the deadline has passed (a sync long after the run finished is not a
+ * timeout); a peer that closed or reset the channel is IO_EOF.
  */
 static enum io_end read_until(int fd, void *p, size_t n, double deadline)
 {
-    char *c = p;
-    while (n) {
-        double left = deadline - kevo_sandbox_now();
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        int ms = left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
-        int pr = poll(&pfd, 1, ms);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
-            return IO_ERROR;
-        if (pr == 0) {
-            if (left <= 0)
-                return IO_TIMEOUT;
-            continue;
-        }
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (r < 0)
-            return errno == ECONNRESET ? IO_EOF : IO_ERROR;
-        if (r == 0)
-            return IO_EOF;
-        c += r;
-        n -= (size_t)r;
-    }
-    return IO_OK;
+    size_t got;
+    int eof;
+    enum kevo_status st = kevo_fd_read_full(fd, p, n, &deadline, &got, &eof);
+
+    if (st == KEVO_OK)
+        return IO_OK;
+    if (st == KEVO_ERR_TIMEOUT)
+        return IO_TIMEOUT;
+    return eof ? IO_EOF : IO_ERROR;
 }
 
 /* Write all n bytes before the deadline (the peer may be slow to read a large RUN). */
@@ -158,7 +125,7 @@ static enum io_end write_until(int fd, const void *p, size_t n, double deadline)
             continue;
         if (w < 0 && errno != EAGAIN)
             return errno == EPIPE || errno == ECONNRESET ? IO_EOF : IO_ERROR;
-        double left = deadline - kevo_sandbox_now();
+        double left = deadline - kevo_now();
         if (left <= 0)
             return IO_TIMEOUT;
         struct pollfd pfd = { .fd = fd, .events = POLLOUT };
@@ -590,8 +557,8 @@ enum kevo_status kevo_sandbox_open(const struct kevo_sandbox_limits *lim,
     struct sigaction chld;
     if (sigaction(SIGCHLD, NULL, &chld) == 0 &&
         (chld.sa_handler == SIG_IGN || (chld.sa_flags & SA_NOCLDWAIT))) {
-        errf(err, "SIGCHLD is ignored in this process; the CPU backend needs to wait for its"
-                  " runners");
+        kevo_buf_say(err, "SIGCHLD is ignored in this process; the CPU backend needs to wait "
+                          "for its runners");
         return KEVO_ERR_SANDBOX;
     }
     sb = kevo_calloc(1, sizeof *sb);
@@ -601,13 +568,13 @@ enum kevo_status kevo_sandbox_open(const struct kevo_sandbox_limits *lim,
     (void)prctl(PR_SET_DUMPABLE, 0);
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         st = KEVO_ERR_SYSTEM;
-        errf(err, "socketpair: %s", strerror(errno));
+        kevo_buf_say(err, "socketpair: %s", strerror(errno));
         goto out;
     }
     sb->pid = fork();
     if (sb->pid < 0) {
         st = KEVO_ERR_SYSTEM;
-        errf(err, "fork of the runner spawner: %s", strerror(errno));
+        kevo_buf_say(err, "fork of the runner spawner: %s", strerror(errno));
         goto out;
     }
     if (sb->pid == 0) {
@@ -648,7 +615,7 @@ void kevo_sandbox_free(struct kevo_sandbox *sb)
  */
 static void poll_pause(double start, double *nap)
 {
-    if (kevo_sandbox_now() - start < 1e-3) {
+    if (kevo_now() - start < 1e-3) {
         sched_yield();
         return;
     }
@@ -681,7 +648,7 @@ static int slot_entry(const struct kevo_runner *r)
  */
 static int reap(struct kevo_runner *r, double grace, int *ws)
 {
-    double start = kevo_sandbox_now(), until = start + grace;
+    double start = kevo_now(), until = start + grace;
     double nap = 20e-6;
     int killed = 0;
 
@@ -697,7 +664,7 @@ static int reap(struct kevo_runner *r, double grace, int *ws)
         }
         if (p < 0 && errno != EINTR)
             break;
-        if (p == 0 && !killed && kevo_sandbox_now() >= until) {
+        if (p == 0 && !killed && kevo_now() >= until) {
             (void)kill(r->pid, SIGKILL);
             killed = 1;
         }
@@ -734,7 +701,7 @@ static void end_runner(struct kevo_runner *r, enum kevo_run_end why, struct kevo
 /* SIGSTOP the runner and wait until every thread has stopped (or it died). */
 static void stop_runner(struct kevo_runner *r, struct kevo_run_result *res)
 {
-    double start = kevo_sandbox_now(), nap = 20e-6;
+    double start = kevo_now(), nap = 20e-6;
     int ws = 0;
 
     if (!r->alive || r->stopped)
@@ -754,7 +721,7 @@ static void stop_runner(struct kevo_runner *r, struct kevo_run_result *res)
             describe_status(p == r->pid ? ws : -1, res);
             return;
         }
-        if (kevo_sandbox_now() - start >= SB_STOP_WAIT_S) {
+        if (kevo_now() - start >= SB_STOP_WAIT_S) {
             end_runner(r, KEVO_RUN_BROKEN, res);
             return;
         }
@@ -782,12 +749,12 @@ static enum kevo_status request_runner(struct kevo_sandbox *sb, const char *so_p
     req.n_entries = n_entries;
     if (send(sb->fd, &req, sizeof req, MSG_NOSIGNAL) != (ssize_t)sizeof req ||
         recvmsg(sb->fd, &mh, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof reply) {
-        errf(err, "the runner spawner is gone");
+        kevo_buf_say(err, "the runner spawner is gone");
         return KEVO_ERR_SANDBOX;
     }
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     if (reply[0] <= 0 || !cm || cm->cmsg_type != SCM_RIGHTS) {
-        errf(err, "starting a runner: %s", strerror(reply[1] ? reply[1] : EIO));
+        kevo_buf_say(err, "starting a runner: %s", strerror(reply[1] ? reply[1] : EIO));
         return KEVO_ERR_SYSTEM;
     }
     memcpy(fd, CMSG_DATA(cm), sizeof(int));
@@ -903,7 +870,7 @@ enum kevo_status kevo_runner_send(struct kevo_runner *r, const struct kevo_call 
     for (int c = 0; c < n_calls; c++)
         bytes += 2 * sizeof(int32_t) + sizeof(struct kevo_val) * (size_t)calls[c].n_args;
     if (bytes > SB_RUN_MAX) {
-        errf(err, "the plan is too large (%zu bytes of arguments)", bytes);
+        kevo_buf_say(err, "the plan is too large (%zu bytes of arguments)", bytes);
         return KEVO_ERR_TOOBIG;
     }
     struct sb_msg m = { SB_MAGIC, SB_RUN, ++r->seq, passes, n_calls, (int32_t)bytes, 0 };
@@ -919,7 +886,7 @@ enum kevo_status kevo_runner_send(struct kevo_runner *r, const struct kevo_call 
         goto out;
     kevo_runner_resume(r);
     // a runner that died or stopped reading shows up in kevo_runner_wait
-    (void)write_until(r->fd, b.data, b.len, kevo_sandbox_now() + SB_STOP_WAIT_S);
+    (void)write_until(r->fd, b.data, b.len, kevo_now() + SB_STOP_WAIT_S);
 out:
     kevo_buf_free(&b);
     return st;
@@ -942,7 +909,7 @@ enum kevo_status kevo_runner_wait(struct kevo_runner *r, double deadline,
         end_runner(r, KEVO_RUN_EXITED, res);
         return KEVO_OK;
     }
-    res->t_reply = kevo_sandbox_now();
+    res->t_reply = kevo_now();
     if (m.magic != SB_MAGIC || m.op != SB_DONE || m.seq != r->seq || (m.a != 0 && m.a != 1)) {
         end_runner(r, KEVO_RUN_BROKEN, res);
         return KEVO_OK;

@@ -56,12 +56,12 @@ struct kevo_run_result {
     int sig, code;            /* SIGNALED / EXITED */
     int entry;                /* entry running when it ended: >= 0, -1 idle, -2 loading */
     int call;                 /* ARGS: index of the refused call */
-    double t_reply;           /* OK/ARGS: CLOCK_MONOTONIC when the reply was read */
+    double t_reply;           /* OK/ARGS: kevo_now() when the reply was read */
 };
 
 /*
  * Start a runner for the shared object so_path exporting n_entries shim entries and wait
- * (until the absolute CLOCK_MONOTONIC `deadline`) for it to report ready. `slot` is 64 bytes
+ * (until the absolute kevo_now() `deadline`) for it to report ready. `slot` is 64 bytes
  * of arena memory the runner writes the running entry index to (read after a fault). On
  * anything but KEVO_RUN_OK in *res the runner is gone and *out is NULL.
  */
@@ -91,8 +91,5 @@ KEVO_NODISCARD enum kevo_status kevo_runner_wait(struct kevo_runner *r, double d
                                                  struct kevo_run_result *res);
 /* Kill (if alive), reap and release. NULL is a no-op. */
 void kevo_runner_free(struct kevo_runner *r);
-
-/* CLOCK_MONOTONIC seconds. */
-double kevo_sandbox_now(void);
 
 #endif

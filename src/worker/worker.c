@@ -218,17 +218,6 @@ struct op_out {
     int device_lost;          /* 1: answer, then exit with KEVO_WORKER_EXIT_DEVICE */
 };
 
-static void msgf(struct op_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void msgf(struct op_out *o, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    enum kevo_status st = kevo_buf_vaddf(&o->msg, fmt, ap);
-    va_end(ap);
-    (void)st;   /* a message cut at the cap is still useful */
-}
-
 /* The backend: opened at start (worker_open_early), or at the first request needing it. */
 static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
                                        struct kevo_backend **out)
@@ -239,7 +228,7 @@ static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
     *out = NULL;
     kevo_buf_init(&err, 64u << 10);
     if (strcmp(w->backend, "none") == 0) {   /* a compile-only worker (`kevo check`) */
-        msgf(o, "this worker has no backend (started with --backend none)");
+        kevo_buf_say(&o->msg, "this worker has no backend (started with --backend none)");
         st = KEVO_ERR_UNSUPPORTED;
         goto out;
     }
@@ -249,8 +238,8 @@ static enum kevo_status worker_backend(struct worker *w, struct op_out *o,
         else
             st = kevo_backend_open_cuda(w->device, &w->b, &err);
         if (st) {
-            msgf(o, "cannot open the %s backend (device %d): %s", w->backend, w->device,
-                 err.len ? kevo_buf_str(&err) : kevo_status_name(st));
+            kevo_buf_say(&o->msg, "cannot open the %s backend (device %d): %s", w->backend,
+                         w->device, err.len ? kevo_buf_str(&err) : kevo_status_name(st));
             goto out;
         }
         KEVO_INFO("opened the %s backend, device %d", w->backend, w->device);
@@ -316,7 +305,7 @@ static enum kevo_status op_info(struct worker *w, json_t *req, struct op_out *o)
     memset(&d, 0, sizeof d);
     st = b->ops->info(b->ctx, &d);
     if (st) {
-        msgf(o, "device info failed: %s", kevo_status_name(st));
+        kevo_buf_say(&o->msg, "device info failed: %s", kevo_status_name(st));
         return st;
     }
     d.name[sizeof d.name - 1] = '\0';
@@ -346,7 +335,7 @@ static enum kevo_status op_eval(struct worker *w, json_t *req, struct op_out *o)
     memset(&er, 0, sizeof er);
     st = kevo_eval_req_from_json(fields, &er, &emsg);
     if (st) {
-        msgf(o, "bad eval request: %s", emsg ? emsg : kevo_status_name(st));
+        kevo_buf_say(&o->msg, "bad eval request: %s", emsg ? emsg : kevo_status_name(st));
         goto out;
     }
     st = worker_backend(w, o, &b);
@@ -360,7 +349,7 @@ static enum kevo_status op_eval(struct worker *w, json_t *req, struct op_out *o)
         st = KEVO_OK;
     } else if (st) {
         const char *m = json_string_value(json_object_get(o->result, "message"));
-        msgf(o, "evaluation failed: %s", m ? m : kevo_status_name(st));
+        kevo_buf_say(&o->msg, "evaluation failed: %s", m ? m : kevo_status_name(st));
         json_decref(o->result);
         o->result = NULL;
     }
@@ -384,7 +373,8 @@ static enum kevo_status op_calibrate(struct worker *w, json_t *req, struct op_ou
     kevo_buf_init(&err, 64u << 10);
     st = kevo_calibrate_run(b, force, &o->result, &err);
     if (st) {
-        msgf(o, "calibration failed: %s", err.len ? kevo_buf_str(&err) : kevo_status_name(st));
+        kevo_buf_say(&o->msg, "calibration failed: %s",
+                     err.len ? kevo_buf_str(&err) : kevo_status_name(st));
         json_decref(o->result);
         o->result = NULL;
     }
@@ -434,7 +424,7 @@ static enum kevo_status compile_parse(json_t *req, struct compile_job *j, struct
     char *pmsg = NULL;
 
     if (!path || !text) {
-        msgf(o, "compile: fields \"path\" and \"text\" (strings) are required");
+        kevo_buf_say(&o->msg, "compile: fields \"path\" and \"text\" (strings) are required");
         return KEVO_ERR_INVALID;
     }
     st = kevo_task_parse(path, text, tlen, &j->task, &pmsg);
@@ -442,7 +432,7 @@ static enum kevo_status compile_parse(json_t *req, struct compile_job *j, struct
         st = kevo_candidate_parse(j->task, cpath ? cpath : "<candidate>", ctext, clen,
                                   &j->cand, &pmsg);
     if (st) {
-        msgf(o, "%s", pmsg ? pmsg : kevo_status_name(st));
+        kevo_buf_say(&o->msg, "%s", pmsg ? pmsg : kevo_status_name(st));
         kevo_free(pmsg);
         return st;
     }
@@ -461,8 +451,9 @@ static enum kevo_status compile_params(json_t *req, struct compile_job *j, struc
 
     if (jp && !json_is_null(jp) &&
         (!json_is_array(jp) || json_array_size(jp) != (size_t)u->n_params)) {
-        msgf(o, "compile: \"params\" must be an array of %d integers (the params of %s)",
-             u->n_params, u->path);
+        kevo_buf_say(&o->msg,
+                     "compile: \"params\" must be an array of %d integers (the params of %s)",
+                     u->n_params, u->path);
         return KEVO_ERR_INVALID;
     }
     values = kevo_calloc((size_t)u->n_params + 1, sizeof *values);
@@ -471,7 +462,8 @@ static enum kevo_status compile_params(json_t *req, struct compile_job *j, struc
     for (int i = 0; i < u->n_params; i++) {
         json_t *v = json_array_get(jp, (size_t)i);
         if (v && !json_is_integer(v)) {
-            msgf(o, "compile: params[%d] (%s) is not an integer", i, u->params[i].name);
+            kevo_buf_say(&o->msg, "compile: params[%d] (%s) is not an integer", i,
+                         u->params[i].name);
             kevo_free(values);
             return KEVO_ERR_INVALID;
         }
@@ -505,8 +497,8 @@ static enum kevo_status compile_run(struct kevo_backend *b, struct compile_job *
     int ok = st == KEVO_OK;
 
     if (st && st != KEVO_ERR_COMPILE) {
-        msgf(o, "compile of %s failed: %s", u->path,
-             j->log.len ? kevo_buf_str(&j->log) : kevo_status_name(st));
+        kevo_buf_say(&o->msg, "compile of %s failed: %s", u->path,
+                     j->log.len ? kevo_buf_str(&j->log) : kevo_status_name(st));
         json_decref(kernels);
         return st;
     }
@@ -582,8 +574,8 @@ static enum kevo_status op_check(struct worker *w, json_t *req, struct op_out *o
         o->result = json_pack("{s:b, s:s}", "ok", st == KEVO_OK, "log", kevo_buf_str(&j.log));
         st = o->result ? KEVO_OK : KEVO_ERR_NOMEM;
     } else if (!o->msg.len) {
-        msgf(o, "compile of %s failed: %s", j.unit ? j.unit->path : "?",
-             j.log.len ? kevo_buf_str(&j.log) : kevo_status_name(st));
+        kevo_buf_say(&o->msg, "compile of %s failed: %s", j.unit ? j.unit->path : "?",
+                     j.log.len ? kevo_buf_str(&j.log) : kevo_status_name(st));
     }
     compile_job_free(&j, NULL);
     return st;
@@ -643,9 +635,9 @@ static json_t *worker_dispatch(struct worker *w, json_t *req, int *out_exit)
             break;
     }
     if (!op)
-        msgf(&o, "request has no \"op\" string");
+        kevo_buf_say(&o.msg, "request has no \"op\" string");
     else if (i == sizeof ops / sizeof ops[0])
-        msgf(&o, "unknown op '%s' (ping, info, eval, calibrate, compile, check)", op);
+        kevo_buf_say(&o.msg, "unknown op '%s' (ping, info, eval, calibrate, compile, check)", op);
     else
         st = ops[i].fn(w, req, &o);
     if (st == KEVO_ERR_DEVICE || o.device_lost) {

@@ -20,7 +20,7 @@
 
 #include "worker/backend.h"
 #include "base/mem.h"
-#include "core/timing.h"
+#include "base/clock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -366,7 +366,7 @@ static enum kevo_status fake_time(void *ctx, struct kevo_module *mod,
 {
     struct fake *f = ctx;
     struct fake_module *m = (struct fake_module *)mod;
-    double t0 = kevo_timing_now(), per = 0.0;
+    double t0 = kevo_now(), per = 0.0;
     enum kevo_status st = KEVO_OK;
 
     (void)flush;
@@ -382,7 +382,7 @@ static enum kevo_status fake_time(void *ctx, struct kevo_module *mod,
             kernels++;
         }
     /* fills cost nothing on the fake, so the batch's difference is the kernels' time */
-    out->seconds = per > 0 ? per * batch : kernels ? kevo_timing_now() - t0 : 0.0;
+    out->seconds = per > 0 ? per * batch : kernels ? kevo_now() - t0 : 0.0;
     out->sm_clock_mhz = 1500;
     return st;
 }

@@ -137,9 +137,13 @@ static int64_t add(struct fix *f, int n, const char *op, int64_t parent)
     return id;
 }
 
+/* Finish candidate id with the verdict of that name (the tests read better by name). */
 static void finish(struct fix *f, int64_t id, const char *verdict, double score)
 {
-    assert_int_equal(kevo_archive_cand_finish(f->a, id, verdict, score, 0.5, 2.0, "{}", "{}"),
+    enum kevo_verdict v;
+
+    assert_int_equal(kevo_verdict_parse(verdict, &v), KEVO_OK);
+    assert_int_equal(kevo_archive_cand_finish(f->a, id, v, score, 0.5, 2.0, "{}", "{}"),
                      KEVO_OK);
 }
 
@@ -158,6 +162,8 @@ static int64_t raw_int(const char *path, const char *sql)
     sqlite3_close(db);
     return v;
 }
+
+static void raw_exec(const char *path, const char *sql);
 
 /* The journal mode a fresh connection sees, into out (16 bytes). */
 static void raw_journal_mode(const char *path, char *out)
@@ -369,19 +375,20 @@ static void test_cand_roundtrip(void **state)
     assert_int_equal(g.cell, 7);
     assert_int_equal(g.generation, 3);
     assert_int_equal(g.state, KEVO_CAND_PENDING);
-    assert_string_equal(g.verdict, "");
+    assert_string_equal(kevo_archive_cand_verdict(&g), "");     /* pending: no verdict */
     assert_true(isnan(g.score) && isnan(g.sol_fraction) && isnan(g.speedup));
     assert_null(g.metrics_json);
     assert_true(g.created == 1700000000.25);
     assert_true(g.finished == 0);
     kevo_archive_cand_clear(&g);
 
-    assert_int_equal(kevo_archive_cand_finish(f->a, id, "ok", 1.5e-3, 0.75, 3.5,
+    assert_int_equal(kevo_archive_cand_finish(f->a, id, KEVO_VERDICT_OK, 1.5e-3, 0.75, 3.5,
                                               "{\"wl\":[1]}", "{\"verdict\":\"ok\"}"), KEVO_OK);
     assert_int_equal(kevo_archive_cand_place(f->a, id, 1, 9, NULL), KEVO_OK);
     assert_int_equal(kevo_archive_cand_get(f->a, id, &g), KEVO_OK);
     assert_int_equal(g.state, KEVO_CAND_DONE);
-    assert_string_equal(g.verdict, "ok");
+    assert_int_equal(g.verdict, KEVO_VERDICT_OK);
+    assert_string_equal(kevo_archive_cand_verdict(&g), "ok");
     assert_true(g.score == 1.5e-3 && g.sol_fraction == 0.75 && g.speedup == 3.5);
     assert_string_equal(g.metrics_json, "{\"wl\":[1]}");
     assert_true(g.finished >= 1.6e9);
@@ -449,24 +456,34 @@ static void test_cand_invalid(void **state)
     assert_int_equal(raw_int(f->path, "SELECT count(*) FROM candidates"), 0);
 
     id = add(f, 1, "seed", 0);
-    assert_int_equal(kevo_archive_cand_finish(f->a, id, "ok", NAN, 0, 0, NULL, NULL),
+    assert_int_equal(kevo_archive_cand_finish(f->a, id, KEVO_VERDICT_OK, NAN, 0, 0, NULL, NULL),
                      KEVO_ERR_INVALID);
-    assert_int_equal(kevo_archive_cand_finish(f->a, id, "", 1, 0, 0, NULL, NULL),
+    assert_int_equal(kevo_archive_cand_finish(f->a, id, KEVO_VERDICT_COUNT, 1, 0, 0, NULL, NULL),
                      KEVO_ERR_INVALID);
-    assert_int_equal(kevo_archive_cand_finish(f->a, id, "a-verdict-name-far-too-long-to-fit",
-                                              1, 0, 0, NULL, NULL), KEVO_ERR_INVALID);
-    assert_int_equal(kevo_archive_cand_finish(f->a, 777, "ok", 1, 0, 0, NULL, "{}"),
+    assert_msg_has(f->a, f->path, "bad verdict");
+    assert_int_equal(kevo_archive_cand_finish(f->a, id, (enum kevo_verdict)-1, 1, 0, 0, NULL,
+                                              NULL), KEVO_ERR_INVALID);
+    assert_int_equal(kevo_archive_cand_finish(f->a, 777, KEVO_VERDICT_OK, 1, 0, 0, NULL, "{}"),
                      KEVO_ERR_NOTFOUND);
     assert_msg_has(f->a, f->path, "no candidate 777");
     /* the failed finish rolled back: no evaluation row */
     assert_int_equal(raw_int(f->path, "SELECT count(*) FROM evaluations"), 0);
     /* a non-ok verdict needs no score; NaN metrics read back as NaN */
-    assert_int_equal(kevo_archive_cand_finish(f->a, id, "compile_error", NAN, NAN, INFINITY,
-                                              NULL, NULL), KEVO_OK);
+    assert_int_equal(kevo_archive_cand_finish(f->a, id, KEVO_VERDICT_COMPILE_ERROR, NAN, NAN,
+                                              INFINITY, NULL, NULL), KEVO_OK);
     struct kevo_cand_rec g;
     assert_int_equal(kevo_archive_cand_get(f->a, id, &g), KEVO_OK);
     assert_true(isnan(g.score) && isnan(g.speedup));
-    assert_string_equal(g.verdict, "compile_error");
+    assert_int_equal(g.verdict, KEVO_VERDICT_COMPILE_ERROR);
+    assert_string_equal(kevo_archive_cand_verdict(&g), "compile_error");
+    kevo_archive_cand_clear(&g);
+    /* the column holds the verdict's name, the text the schema's `verdict = 'ok'` rules read */
+    assert_int_equal(raw_int(f->path, "SELECT count(*) FROM candidates"
+                                      " WHERE verdict = 'compile_error'"), 1);
+    /* a done row whose text names no verdict is a malformed row, not a guess */
+    raw_exec(f->path, "UPDATE candidates SET verdict = 'fast' WHERE verdict = 'compile_error'");
+    assert_int_equal(kevo_archive_cand_get(f->a, id, &g), KEVO_ERR_IO);
+    assert_msg_has(f->a, f->path, "unknown verdict \"fast\"");
     kevo_archive_cand_clear(&g);
 }
 
@@ -731,8 +748,6 @@ static void test_llm(void **state)
     assert_int_equal(id, 0);
 }
 
-static void raw_exec(const char *path, const char *sql);
-
 /* The step log: verdicts and replies interleaved in the order they were handled; the
  * LLM rows read back whole; sessions counted by each return to running. */
 static void test_steps(void **state)
@@ -747,8 +762,8 @@ static void test_steps(void **state)
     int64_t l1 = 0, l2 = 0;
     int n = -1;
 
-    assert_int_equal(kevo_archive_cand_finish_step(f->a, a1, 1, "ok", 2.0, 0.5, 1.0, "{}", "{}"),
-                     KEVO_OK);
+    assert_int_equal(kevo_archive_cand_finish_step(f->a, a1, 1, KEVO_VERDICT_OK, 2.0, 0.5, 1.0,
+                                                   "{}", "{}"), KEVO_OK);
     memset(&r, 0, sizeof r);
     r.run_id = f->run;
     r.model = "openai:m@http://h/v1";
@@ -769,8 +784,8 @@ static void test_steps(void **state)
     r.cand_id = 0;
     r.status = "not_cached";
     assert_int_equal(kevo_archive_llm_add(f->a, &r, &l2), KEVO_OK);
-    assert_int_equal(kevo_archive_cand_finish_step(f->a, a3, 3, "mismatch", NAN, NAN, NAN, "{}",
-                                                   "{}"), KEVO_OK);
+    assert_int_equal(kevo_archive_cand_finish_step(f->a, a3, 3, KEVO_VERDICT_MISMATCH, NAN, NAN,
+                                                   NAN, "{}", "{}"), KEVO_OK);
     finish(f, a2, "ok", 1.0);                     /* no step */
     assert_int_equal(kevo_archive_steps(f->a, f->run, &steps, &n), KEVO_OK);
     assert_int_equal(n, 3);
@@ -883,7 +898,7 @@ static void test_reopen_preserves(void **state)
     reopen(f);
     assert_int_equal(raw_int(f->path, "PRAGMA user_version"), KEVO_ARCHIVE_SCHEMA);
     assert_int_equal(kevo_archive_cand_get(f->a, s1, &g), KEVO_OK);
-    assert_string_equal(g.verdict, "ok");
+    assert_int_equal(g.verdict, KEVO_VERDICT_OK);
     assert_true(g.score == 4);
     assert_string_equal(g.descriptors_json, "[7]");
     kevo_archive_cand_clear(&g);
@@ -1025,7 +1040,8 @@ static void crash_child(const char *path, int64_t run, const char *src, int n0, 
         snprintf(r.op, sizeof r.op, "param");
         snprintf(metrics, sizeof metrics, "{\"i\":%d}", i);
         if (kevo_archive_cand_add(a, &r, &rep.id) != KEVO_OK ||
-            kevo_archive_cand_finish(a, rep.id, "ok", i + 0.5, 0.5, 1, metrics, metrics) !=
+            kevo_archive_cand_finish(a, rep.id, KEVO_VERDICT_OK, i + 0.5, 0.5, 1, metrics,
+                                     metrics) !=
                 KEVO_OK)
             _exit(3);
         if (write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep)
@@ -1046,7 +1062,7 @@ static void check_reported(struct fix *f, const struct report *reps, int n)
         assert_int_equal(kevo_archive_cand_get(f->a, reps[j].id, &g), KEVO_OK);
         assert_string_equal(g.key, key);
         assert_int_equal(g.state, KEVO_CAND_DONE);
-        assert_string_equal(g.verdict, "ok");
+        assert_int_equal(g.verdict, KEVO_VERDICT_OK);
         assert_true(g.score == reps[j].i + 0.5);
         assert_string_equal(g.metrics_json, metrics);
         kevo_archive_cand_clear(&g);
@@ -1141,7 +1157,7 @@ static void test_disk_full(void **state)
         struct kevo_cand_rec r = cand(f, f->run, ok);
         st = kevo_archive_cand_add(f->a, &r, &ids[ok]);
         if (st == KEVO_OK)
-            st = kevo_archive_cand_finish(f->a, ids[ok], "ok", ok, 0, 0, big, big);
+            st = kevo_archive_cand_finish(f->a, ids[ok], KEVO_VERDICT_OK, ok, 0, 0, big, big);
         if (st != KEVO_OK)
             break;
     }
@@ -1152,7 +1168,7 @@ static void test_disk_full(void **state)
     for (int i = 0; i < ok; i++) {
         struct kevo_cand_rec g;
         assert_int_equal(kevo_archive_cand_get(f->a, ids[i], &g), KEVO_OK);
-        assert_string_equal(g.verdict, "ok");
+        assert_int_equal(g.verdict, KEVO_VERDICT_OK);
         assert_string_equal(g.metrics_json, big);
         kevo_archive_cand_clear(&g);
     }
@@ -1183,7 +1199,7 @@ static void test_busy(void **state)
     assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     assert_int_equal(kevo_archive_cand_add(f->a, &r, &id), KEVO_ERR_TIMEOUT);
     assert_msg_has(f->a, f->path, "locked");
-    assert_int_equal(kevo_archive_cand_finish(f->a, 1, "ok", 1, 0, 0, NULL, "{}"),
+    assert_int_equal(kevo_archive_cand_finish(f->a, 1, KEVO_VERDICT_OK, 1, 0, 0, NULL, "{}"),
                      KEVO_ERR_TIMEOUT);
     /* readers do not wait for the writer */
     assert_int_equal(kevo_archive_counts(f->a, f->run, &n, &nd, &nok), KEVO_OK);

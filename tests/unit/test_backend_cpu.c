@@ -10,6 +10,7 @@
 #include "worker/backend_cpu.h"
 #include "worker/backend_cpu_shim.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "judge_cases.h"
 #include "base/mem.h"
 
@@ -27,13 +28,6 @@ struct fx {
     struct kevo_buf err, log;
     char dir[64];             /* scratch dir for files candidates try to create */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int setup(void **state)
 {
@@ -614,9 +608,9 @@ static void test_timeout(void **state)
     double t0;
 
     kevo_backend_cpu_set_deadline(&f->b, 1.0);
-    t0 = now_s();
+    t0 = kevo_now();
     assert_int_equal(run1(f, m, &arg, 1), KEVO_ERR_TIMEOUT);
-    assert_true(now_s() - t0 < 2.5);
+    assert_true(kevo_now() - t0 < 2.5);
     assert_non_null(strstr(kevo_buf_str(&f->err), "deadline of 1 s passed during 'spin'"));
     assert_int_equal(run1(f, m, &arg, 1), KEVO_ERR_DEVICE);
     assert_non_null(strstr(kevo_buf_str(&f->err), "runner is gone"));

@@ -12,6 +12,7 @@
 #include "testutil.h"
 
 #include "ctl/llm.h"
+#include "base/clock.h"
 #include "base/mem.h"
 
 #include <arpa/inet.h>
@@ -52,13 +53,6 @@ static void note(const char *s)
 static void on_log(enum kevo_log_level lvl, const char *msg, void *user)
 {
     note(msg);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 
@@ -540,7 +534,7 @@ static void test_concurrency_limit(void **state)
     struct kevo_llm *c = client(&l, 2);
     struct worker_arg w[6];
     pthread_t t[6];
-    double t0 = now_s();
+    double t0 = kevo_now();
 
     for (int i = 0; i < 6; i++) {
         w[i].c = c;
@@ -556,7 +550,7 @@ static void test_concurrency_limit(void **state)
     }
     assert_int_equal(f->n_req, 6);
     assert_int_equal(f->max_active, 2);
-    assert_true(now_s() - t0 >= 0.9 - 0.05);   /* three rounds of two */
+    assert_true(kevo_now() - t0 >= 0.9 - 0.05);   /* three rounds of two */
     kevo_llm_free(c);
     fake_stop(f);
 }

@@ -4,11 +4,13 @@
  * `kevo __worker ...`). The fake answers ops that misbehave on purpose: hang, exit, crash,
  * reply and then exit, leave a grandchild behind. Env FAKE_WORKER_MUTE=1 makes it never
  * answer at all (not even the first ping); FAKE_WORKER_REAL=1 runs the real
- * kevo_worker_main instead, to check that it accepts exactly what the pool passes.
+ * kevo_worker_main instead, to check that it accepts exactly what the pool passes. Its
+ * `eval` and `calibrate` ops, chosen by cand_path, test evalreq's typed results on top.
  */
 #include "testutil.h"
 
 #include "base/mem.h"
+#include "ctl/evalreq.h"
 #include "ctl/pool.h"
 #include "base/clock.h"
 #include "core/wire.h"
@@ -84,6 +86,25 @@ static int fake_serve_one(int fd_in, int fd_out, int device, json_t *req)
                                          "illegal address"), flag);
         _exit(KEVO_WORKER_EXIT_DEVICE);
     }
+    if (strcmp(op, "eval") == 0) {   /* cand_path says how to answer */
+        const char *how = json_string_value(json_object_get(req, "cand_path"));
+        if (!how)
+            return -1;
+        if (strcmp(how, "hang") == 0)
+            hang_forever();
+        if (strcmp(how, "die") == 0)
+            _exit(7);
+        if (strcmp(how, "ok") == 0)
+            return fake_reply(fd_out, id, json_pack("{s:s, s:s, s:{}, s:[{s:i, s:s, s:{s:f}}]}",
+                                                    "verdict", "ok", "message", "", "evidence",
+                                                    "workloads", "index", 2, "verdict", "ok",
+                                                    "time", "median_s", 2e-6), 0);
+        if (strcmp(how, "unknown") == 0)
+            return fake_reply(fd_out, id, json_pack("{s:s}", "verdict", "fast"), 0);
+        return fake_reply(fd_out, id, json_pack("{s:s}", "message", "no verdict"), 0);
+    }
+    if (strcmp(op, "calibrate") == 0)
+        _exit(7);   /* a worker that dies calibrating: the pool's crash in its place */
     if (strcmp(op, "spawn_sleeper") == 0) {
         pid_t s = spawn_sleeper(fd_in, fd_out);
         fake_reply(fd_out, id, json_pack("{s:i}", "sleeper", (int)s), 0);
@@ -517,6 +538,63 @@ static void test_bad_arguments(void **state)
     assert_int_equal(kevo_pool_size(NULL), 0);
 }
 
+/* evalreq's typed result: what the worker judged, what the pool synthesized, and a reply
+ * that is no eval result (the worker's fault, never a verdict). */
+static void test_evalreq_typed(void **state)
+{
+    (void)state;
+    int dev = 0;
+    struct kevo_pool *p = open_pool(1, &dev);
+    struct kevo_eval_call c = { .task_path = "t.c", .task_text = "task", .cand_text = "cand",
+                                .trials = 3 };
+    struct kevo_result r;
+    json_t *calib = NULL;
+    char *msg = NULL;
+
+    c.cand_path = "ok";
+    assert_int_equal(kevo_evalreq_call_result(p, 0, &c, 5, &r, &msg), KEVO_OK);
+    assert_int_equal(r.verdict, KEVO_VERDICT_OK);
+    assert_non_null(kevo_result_wl_at(&r, 2));
+    assert_true(kevo_result_wl_at(&r, 2)->time.median_s == 2e-6);
+    assert_true(r.request_s > 0);                      /* added by evalreq */
+    kevo_result_clear(&r);
+    c.cand_path = "hang";
+    assert_int_equal(kevo_evalreq_call_result(p, 0, &c, 0.3, &r, &msg), KEVO_OK);
+    assert_int_equal(r.verdict, KEVO_VERDICT_TIMEOUT);
+    assert_true(json_real_value(json_object_get(r.evidence, "deadline_s")) == 0.3);
+    kevo_result_clear(&r);
+    c.cand_path = "die";
+    assert_int_equal(kevo_evalreq_call_result(p, 0, &c, 5, &r, &msg), KEVO_OK);
+    assert_int_equal(r.verdict, KEVO_VERDICT_CRASH);
+    assert_int_equal(json_integer_value(json_object_get(r.evidence, "exit_status")), 7);
+    kevo_result_clear(&r);
+    c.cand_path = "unknown";
+    assert_int_equal(kevo_evalreq_call_result(p, 0, &c, 5, &r, &msg), KEVO_ERR_WORKER);
+    assert_non_null(strstr(msg, "unknown verdict \"fast\""));
+    assert_null(r.doc);
+    kevo_free(msg);
+    msg = NULL;
+    c.cand_path = "none";
+    assert_int_equal(kevo_evalreq_call_result(p, 0, &c, 5, &r, &msg), KEVO_ERR_WORKER);
+    assert_non_null(strstr(msg, "verdict: missing"));
+    kevo_free(msg);
+    msg = NULL;
+    /* a candidate jansson cannot carry never reaches the worker: its own compile_error */
+    c.cand_text = "\xff";
+    assert_int_equal(kevo_evalreq_call_result(p, 0, &c, 5, &r, &msg), KEVO_OK);
+    assert_int_equal(r.verdict, KEVO_VERDICT_COMPILE_ERROR);
+    assert_int_equal(r.n_wl, 0);
+    assert_string_equal(json_string_value(json_object_get(r.evidence, "message")),
+                        "not valid UTF-8");
+    kevo_result_clear(&r);
+    /* a calibration answered by the pool's crash is a failure, not a calibration */
+    assert_int_equal(kevo_evalreq_calibrate(p, 0, "cpu", 0, 5, &calib, &msg), KEVO_ERR_WORKER);
+    assert_null(calib);
+    assert_non_null(strstr(msg, "worker exited with status 7"));
+    kevo_free(msg);
+    kevo_pool_free(p);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "__worker") == 0)
@@ -536,6 +614,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_open_out_of_memory),
         cmocka_unit_test(test_call_out_of_memory),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_evalreq_typed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

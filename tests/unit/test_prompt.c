@@ -81,7 +81,8 @@ static void test_improve_prompt(void **state)
                               "bandwidth", "best_bytes_per_s", 3.1e12, "read_bytes_per_s", 3.0e12,
                               "write_bytes_per_s", 3.1e12, "copy_bytes_per_s", 2.8e12, "peaks",
                               "fp32", "measured_flops_per_s", 6.5e13, "launch_floor_s", 1.9e-6);
-    json_t *res = json_loads("{\"verdict\":\"ok\",\"workloads\":[{\"sizes\":{\"M\":4096,\"N\":8192},"
+    json_t *res = json_loads("{\"verdict\":\"ok\",\"workloads\":[{\"index\":0,"
+                             "\"sizes\":{\"M\":4096,\"N\":8192},"
                              "\"verdict\":\"ok\",\"time\":{\"median_s\":1.2e-4},\"sol_fraction\":0.7,"
                              "\"gbps\":2200,\"tflops\":0.3,\"bytes\":2.7e8,\"flops\":3.3e7}],"
                              "\"resources\":[{\"kernel\":\"k\",\"regs\":40,\"static_smem\":0,"

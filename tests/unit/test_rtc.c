@@ -5,6 +5,7 @@
  */
 #include "testutil.h"
 
+#include "base/clock.h"
 #include "base/mem.h"
 #include "worker/rtc.h"
 #include "worker/nvrtc_cache.h"
@@ -100,13 +101,6 @@ static void only_entry(const char *dir, char *out, size_t n)
     }
     closedir(d);
     assert_int_equal(count, 1);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* ---- compile ---- */
@@ -721,21 +715,21 @@ static void test_compile_time_uncached_vs_cached(void **state)
     r.n_defines = 1;
     r.define_names = names;
     r.define_values = threads;
-    t0 = now_s();
+    t0 = kevo_now();
     enum kevo_status st = compile(&r, "sm_90a", &cubin, &size, &hit, &log);
-    t1 = now_s();
+    t1 = kevo_now();
     if (st)
         print_error("log:\n%s\n", kevo_buf_str(&log));
     assert_int_equal(st, KEVO_OK);
     assert_int_equal(hit, 0);
     kevo_free(cubin);
     assert_int_equal(compile(&r, "sm_90a", &cubin, &size, &hit, &log), KEVO_OK);
-    t2 = now_s();
+    t2 = kevo_now();
     assert_int_equal(hit, 1);
     kevo_free(cubin);
     kevo_nvrtc_cache_drop_memory();
     assert_int_equal(compile(&r, "sm_90a", &cubin, &size, &hit, &log), KEVO_OK);
-    t3 = now_s();
+    t3 = kevo_now();
     assert_int_equal(hit, 1);
     kevo_free(cubin);
     printf("[ timing ] softmax (%zu-byte cubin): NVRTC %.1f ms, memory hit %.3f ms, "

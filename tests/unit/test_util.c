@@ -1,12 +1,14 @@
 /*
  * test_util - the small foundation modules: mem (fault injection, overflow-checked
- * arrays), buf (the hard cap, take, formatting), log (callback and levels, the name
- * tables), fsutil (whole reads/writes, mkdir -p, the cache root) and backend.c's compile
- * request builder.
+ * arrays, kevo_strdupf), buf (the hard cap, take, formatting), log (callback and levels,
+ * the name tables), fsutil (whole reads/writes, mkdir -p, the cache root), fdio (deadlines,
+ * EOF) and backend.c's compile request builder.
  */
 #include "testutil.h"
 #include "worker/backend.h"
 #include "base/buf.h"
+#include "base/clock.h"
+#include "base/fdio.h"
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +44,32 @@ static void test_mem(void **state)
     char *s = kevo_strndup("abcdef", 3);
     assert_string_equal(s, "abc");
     kevo_free(s);
+}
+
+/* kevo_strdupf: the whole text whatever its length, NULL only when out of memory. */
+static void test_strdupf(void **state)
+{
+    char big[5000];
+    char *s;
+
+    (void)state;
+    s = kevo_strdupf("%d-%s", 42, "x");
+    assert_string_equal(s, "42-x");
+    kevo_free(s);
+    s = kevo_strdupf("%s", "");
+    assert_string_equal(s, "");
+    kevo_free(s);
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    s = kevo_strdupf("<%s>", big);                  /* longer than any stack buffer */
+    assert_non_null(s);
+    assert_int_equal(strlen(s), sizeof big + 1);
+    assert_int_equal(s[0], '<');
+    assert_int_equal(s[sizeof big], '>');
+    kevo_free(s);
+    kevo_mem_fail_after(1);
+    assert_null(kevo_strdupf("%d", 1));
+    kevo_mem_fail_after(0);
 }
 
 static void test_buf_cap_and_take(void **state)
@@ -147,6 +176,41 @@ static void test_fsutil(void **state)
     assert_int_equal(nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
+/* fdio's deadlines: a whole read takes what is already there even past its deadline (the
+ * sandbox's late sync); a plain wait does not (a stream reader stops at the deadline). */
+static void test_fdio_deadline(void **state)
+{
+    int p[2], s[2], eof = -1;
+    double past = kevo_now() - 1.0, soon = kevo_now() + 0.05;
+    char in[8] = { 0 };
+    size_t got = 99;
+
+    (void)state;
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(kevo_fd_write_all(p[1], "abc", 3), KEVO_OK);
+    assert_int_equal(kevo_fd_wait_readable(p[0], &past), KEVO_ERR_TIMEOUT);
+    assert_int_equal(kevo_fd_read_full(p[0], in, 3, &past, &got, &eof), KEVO_OK);
+    assert_string_equal(in, "abc");
+    assert_int_equal(got, 3);
+    assert_int_equal(kevo_fd_read_full(p[0], in, 1, &past, &got, &eof), KEVO_ERR_TIMEOUT);
+    assert_int_equal(got, 0);
+    assert_int_equal(kevo_fd_read_full(p[0], in, 1, &soon, &got, &eof), KEVO_ERR_TIMEOUT);
+    assert_true(kevo_now() >= soon);
+    assert_int_equal(kevo_fd_write_all(p[1], "d", 1), KEVO_OK);
+    close(p[1]);
+    assert_int_equal(kevo_fd_read_full(p[0], in, 2, NULL, &got, &eof), KEVO_ERR_IO);
+    assert_int_equal(got, 1);
+    assert_int_equal(eof, 1);                       /* the writer closed */
+    close(p[0]);
+    /* A socket whose peer closed with bytes unread: ECONNRESET, which is an EOF too. */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, s), 0);
+    assert_int_equal(kevo_fd_write_all(s[0], "x", 1), KEVO_OK);
+    close(s[1]);
+    assert_int_equal(kevo_fd_read_full(s[0], in, 1, &soon, &got, &eof), KEVO_ERR_IO);
+    assert_int_equal(eof, 1);
+    close(s[0]);
+}
+
 static void test_compile_src(void **state)
 {
     (void)state;
@@ -191,9 +255,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mem),
+        cmocka_unit_test(test_strdupf),
         cmocka_unit_test(test_buf_cap_and_take),
         cmocka_unit_test(test_log_and_names),
         cmocka_unit_test(test_fsutil),
+        cmocka_unit_test(test_fdio_deadline),
         cmocka_unit_test(test_compile_src),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,3 @@
+/* layering - base/ may include only base/: breaks layering. */
+#include "base/mem.h"
+#include "ctl/run.h"

@@ -1,0 +1,2 @@
+/* loose - a source file directly under src/: breaks loose-file. */
+int loose(void) { return 0; }
