@@ -203,12 +203,18 @@ static enum kevo_status op_crossover(const struct kevo_op_ctx *c, const struct k
     return try_child(c, p1, out, edit_cross, (void *)p2);
 }
 
-static const struct kevo_operator sweep = { "sweep", 1, 2.0, op_sweep };
-static const struct kevo_operator param = { "param", 1, 1.0, op_param };
-static const struct kevo_operator geometry = { "geometry", 1, 1.0, op_geometry };
-static const struct kevo_operator flags = { "flags", 1, 0.5, op_flags };
-static const struct kevo_operator crossover = { "crossover", 2, 0.5, op_crossover };
-static const struct kevo_operator pair = { "pair", 1, 0.75, op_pair };
+static const struct kevo_operator sweep = { .name = "sweep", .n_parents = 1, .prior = 2.0,
+                                           .propose = op_sweep };
+static const struct kevo_operator param = { .name = "param", .n_parents = 1, .prior = 1.0,
+                                           .propose = op_param };
+static const struct kevo_operator geometry = { .name = "geometry", .n_parents = 1, .prior = 1.0,
+                                           .propose = op_geometry };
+static const struct kevo_operator flags = { .name = "flags", .n_parents = 1, .prior = 0.5,
+                                           .propose = op_flags };
+static const struct kevo_operator crossover = { .name = "crossover", .n_parents = 2, .prior = 0.5,
+                                           .propose = op_crossover };
+static const struct kevo_operator pair = { .name = "pair", .n_parents = 1, .prior = 0.75,
+                                           .propose = op_pair };
 static const struct kevo_operator *const builtin[] = { &sweep, &param, &geometry, &flags,
                                                         &crossover, &pair };
 

@@ -1,8 +1,8 @@
 /*
- * replay - `kevo run --replay RUN` (run_int.h, docs/llm.md "Replay"): the run again, as a
- * new run in the same archive, from what the original recorded, with no GPU and no
- * network. The controller is deterministic given the order of its steps (run.c,
- * search_loop), so the replay feeds the original's steps back in that order: each
+ * replay - the replay source of a run's steps (steps.h; `kevo run --replay RUN`, docs/llm.md
+ * "Replay"): the run again, as a new run in the same archive, from what the original
+ * recorded, with no GPU and no network. The controller is deterministic given the order
+ * of its steps (run.c, search_loop), so the replay feeds the original's steps back in that order: each
  * evaluation step gets the original's recorded result for the candidate with the same
  * text, each LLM step the original's recorded reply to its call of the same place in the
  * session's submissions, which must have asked the same prompt. The controller
@@ -14,8 +14,11 @@
  * audited and reproduced without spending anything), and that a change to kevo, its
  * prompt templates or its playbook leaves a recorded search unchanged, or where not.
  */
-#include "ctl/run_int.h"
+#include "ctl/steps.h"
+
+#include "base/log.h"
 #include "base/mem.h"
+#include "ctl/run_llm.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -38,12 +41,25 @@ struct kevo_replay {
     const char *stop_reason;           /* borrowed from report */
     int64_t stop_step;
     int stop_waiting, stop_given;
+    struct job *jobs;                  /* sent and not yet matched with a step, in order */
 };
 
-void kevo_replay_free(struct kevo_replay *p)
+static struct kevo_replay *rp(const struct runctx *r)
+{
+    return r->steps_ctx;
+}
+
+static const char *replay_stop(struct runctx *r, int waiting);
+
+static void replay_free(struct kevo_replay *p)
 {
     if (!p)
         return;
+    while (p->jobs) {
+        struct job *j = p->jobs;
+        p->jobs = j->next;
+        kevo_run_job_free(j);
+    }
     json_decref(p->report);
     kevo_free(p->steps);
     kevo_archive_llm_rows_free(p->rows, p->n_rows);
@@ -108,14 +124,14 @@ static enum kevo_status load_original(struct runctx *r, struct kevo_replay *p,
                                  "LLM calls were recorded without their order (by an older "
                                  "kevo)", (long long)p->of);
     if (!st)
-        st = kevo_archive_source_get(r->ar, rr->task_hash, &r->task_text, &r->task_len);
+        st = kevo_archive_source_get(r->ar, rr->task_hash, &r->set.task_text, &r->set.task_len);
     if (st)
         return kevo_run_fail(r, st, "--replay %lld: reading the run back: %s", (long long)p->of,
                              kevo_archive_errmsg(r->ar));
     return KEVO_OK;
 }
 
-enum kevo_status kevo_replay_open(struct runctx *r)
+static enum kevo_status replay_load(struct runctx *r)
 {
     struct kevo_run_rec rr;
     struct kevo_replay *p = kevo_calloc(1, sizeof *p);
@@ -124,14 +140,14 @@ enum kevo_status kevo_replay_open(struct runctx *r)
     memset(&rr, 0, sizeof rr);
     if (!st) {
         p->of = r->o->replay;
-        r->replay = p;
+        r->steps_ctx = p;
         st = load_original(r, p, &rr);
     }
     if (!st) {
-        r->cfg = json_loads(rr.config_json ? rr.config_json : "{}", 0, NULL);
-        r->path_owned = kevo_strdup(rr.task_path ? rr.task_path : "task.cu");
-        r->task_path = r->path_owned;
-        if (!r->cfg || !r->path_owned)
+        r->set.cfg = json_loads(rr.config_json ? rr.config_json : "{}", 0, NULL);
+        r->set.path_owned = kevo_strdup(rr.task_path ? rr.task_path : "task.cu");
+        r->set.task_path = r->set.path_owned;
+        if (!r->set.cfg || !r->set.path_owned)
             st = kevo_run_fail(r, KEVO_ERR_NOMEM, "--replay %lld: out of memory",
                                (long long)p->of);
     }
@@ -143,20 +159,20 @@ enum kevo_status kevo_replay_open(struct runctx *r)
 
 static double cfg_f(const struct runctx *r, const char *key)
 {
-    return json_number_value(json_object_get(r->cfg, key));
+    return json_number_value(json_object_get(r->set.cfg, key));
 }
 
 static int64_t cfg_i(const struct runctx *r, const char *key)
 {
-    return json_integer_value(json_object_get(r->cfg, key));
+    return json_integer_value(json_object_get(r->set.cfg, key));
 }
 
-enum kevo_status kevo_replay_opts(struct runctx *r)
+static void replay_opts(struct runctx *r)
 {
-    struct kevo_run_opts *e = &r->eff;
-    const char *b = json_string_value(json_object_get(r->cfg, "backend"));
-    const char *pd = json_string_value(json_object_get(r->cfg, "prompts"));
-    const char *bd = json_string_value(json_object_get(r->cfg, "playbook"));
+    struct kevo_run_opts *e = &r->set.eff;
+    const char *b = json_string_value(json_object_get(r->set.cfg, "backend"));
+    const char *pd = json_string_value(json_object_get(r->set.cfg, "prompts"));
+    const char *bd = json_string_value(json_object_get(r->set.cfg, "playbook"));
 
     *e = *r->o;
     r->o = e;
@@ -170,7 +186,7 @@ enum kevo_status kevo_replay_opts(struct runctx *r)
     e->eval.time_cap_s = cfg_f(r, "time_cap_s");
     e->eval.backend = b && !strcmp(b, "cpu") ? KEVO_BACKEND_CPU : KEVO_BACKEND_CUDA;
     e->llm_concurrency = (int)cfg_i(r, "llm_concurrency");
-    e->offline = json_is_true(json_object_get(r->cfg, "offline"));
+    e->offline = json_is_true(json_object_get(r->set.cfg, "offline"));
     e->holdout_tries = (int)cfg_i(r, "holdout_tries");
     /* this session's may differ; else the original's, else the tree's (never the
      * environment of the replay's shell: the original's was recorded when it was set) */
@@ -184,34 +200,35 @@ enum kevo_status kevo_replay_opts(struct runctx *r)
     e->seeds = NULL;
     e->resume = 0;
     kevo_run_cfg_models(r);
-    return KEVO_OK;
+    /* the prices it ran with: they size the cost cap's reserves as they did */
+    r->set.prices_used = json_object_get(r->set.cfg, "prices_used");
 }
 
-enum kevo_status kevo_replay_setup(struct runctx *r)
+static enum kevo_status replay_start(struct runctx *r)
 {
-    json_t *rep = r->replay->report;
+    json_t *rep = rp(r)->report;
 
-    r->n_slots = (int)json_integer_value(json_object_get(rep, "workers"));
-    r->calib = json_incref(json_object_get(rep, "calibration"));
-    r->ref = json_pack("{s:s, s:O}", "verdict", "ok", "workloads",
+    r->set.n_slots = (int)json_integer_value(json_object_get(rep, "workers"));
+    r->set.calib = json_incref(json_object_get(rep, "calibration"));
+    r->loop.ref = json_pack("{s:s, s:O}", "verdict", "ok", "workloads",
                        json_object_get(rep, "reference"));
-    if (!r->ref)
+    if (!r->loop.ref)
         return KEVO_ERR_NOMEM;
     kevo_run_reference_set(r);
     return KEVO_OK;
 }
 
-enum kevo_status kevo_replay_seeds(struct runctx *r)
+static enum kevo_status replay_begin(struct runctx *r)
 {
     int64_t *ids = NULL;
     int n = 0;
-    enum kevo_status st = kevo_archive_cand_ids(r->ar, r->replay->of, KEVO_CAND_ANY, &ids, &n);
-    int64_t *p = st ? NULL : kevo_reallocarray(r->pending, (size_t)n + 1, sizeof *p);
+    enum kevo_status st = kevo_archive_cand_ids(r->ar, rp(r)->of, KEVO_CAND_ANY, &ids, &n);
+    int64_t *p = st ? NULL : kevo_reallocarray(r->loop.pending, (size_t)n + 1, sizeof *p);
 
     if (!st && !p)
         st = KEVO_ERR_NOMEM;
     if (p)
-        r->pending = p;
+        r->loop.pending = p;
     for (int i = 0; i < n && !st; i++) {
         struct kevo_cand_rec c;
         struct kevo_genome g;
@@ -224,16 +241,16 @@ enum kevo_status kevo_replay_seeds(struct runctx *r)
         if (!st && strcmp(c.op, "seed") == 0) {
             st = kevo_archive_source_get(r->ar, c.source_hash, &text, &len);
             if (!st)
-                st = kevo_genome_from_text(r->task, r->task_path, text, len, &g, &m);
+                st = kevo_genome_from_text(r->set.task, r->set.task_path, text, len, &g, &m);
             if (!st)
                 st = kevo_run_record(r, &g, "seed", -1, 0, 0, 0, c.island, &j);
             if (!st)
-                r->pending[r->n_pending++] = j->id;
+                r->loop.pending[r->loop.n_pending++] = j->id;
             kevo_run_job_free(j);
         }
         if (st)
             st = kevo_run_fail(r, st, "--replay %lld: reading its candidate %lld for its seeds: %s",
-                               (long long)r->replay->of,
+                               (long long)rp(r)->of,
                                (long long)ids[i], m ? m : kevo_archive_errmsg(r->ar));
         kevo_free(m);
         kevo_free(text);
@@ -255,29 +272,23 @@ static enum kevo_status diverged(struct runctx *r, const char *fmt, ...)
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     return kevo_run_fail(r, KEVO_ERR_DIVERGED, "replay of run %lld diverged at step %lld: %s",
-                         (long long)r->replay->of, (long long)r->step + 1, what);
+                         (long long)rp(r)->of, (long long)r->loop.step + 1, what);
 }
 
 /* The queued job whose text has key (taken out of the queue); NULL if none. */
 static struct job *take_job(struct runctx *r, const char *key)
 {
     char k[KEVO_HASH_HEX];
-    struct job *found = NULL;
 
-    pthread_mutex_lock(&r->jobs.mu);
-    for (struct job **pp = &r->jobs.head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->next) {
+    for (struct job **pp = &rp(r)->jobs; *pp; pp = &(*pp)->next) {
         struct job *j = *pp;
         if (kevo_sha256_hex(j->text, strlen(j->text), k) != KEVO_OK || strcmp(k, key) != 0)
             continue;
         *pp = j->next;
-        if (r->jobs.tail == j)
-            r->jobs.tail = prev;
         j->next = NULL;
-        found = j;
-        break;
+        return j;
     }
-    pthread_mutex_unlock(&r->jobs.mu);
-    return found;
+    return NULL;
 }
 
 static enum kevo_status eval_step(struct runctx *r, int64_t orig, struct job **out)
@@ -292,14 +303,14 @@ static enum kevo_status eval_step(struct runctx *r, int64_t orig, struct job **o
     if (!st && !(j = take_job(r, c.key)))
         st = diverged(r, "the original evaluated its candidate %lld (%s) here; the replay had "
                       "not proposed it (%d evaluation(s) in flight)", (long long)orig, c.op,
-                      r->inflight);
+                      r->loop.inflight);
     else if (!st)
         st = kevo_archive_eval_get(r->ar, orig, "verify", &res);
     if (!st && !(j->result = json_loads(res, 0, NULL)))
         st = KEVO_ERR_PARSE;
     if (st && st != KEVO_ERR_DIVERGED)
         st = kevo_run_fail(r, st, "--replay %lld: candidate %lld's result: %s",
-                           (long long)r->replay->of, (long long)orig, kevo_archive_errmsg(r->ar));
+                           (long long)rp(r)->of, (long long)orig, kevo_archive_errmsg(r->ar));
     if (st)
         kevo_run_job_free(j);
     else
@@ -328,8 +339,8 @@ static const struct kevo_llm_row *row_of(const struct kevo_replay *p, int64_t id
 
 static enum kevo_status llm_step(struct runctx *r, int64_t orig, struct job **out)
 {
-    const struct kevo_llm_row *w = row_of(r->replay, orig);
-    struct kevo_llm_call *c = w && r->llm ? kevo_llmops_take(r->llm, w->submitted) : NULL;
+    const struct kevo_llm_row *w = row_of(rp(r), orig);
+    struct kevo_llm_call *c = w ? kevo_run_llm_take(r, w->submitted) : NULL;
     struct job *j;
 
     if (!c)
@@ -356,53 +367,54 @@ static enum kevo_status llm_step(struct runctx *r, int64_t orig, struct job **ou
     return KEVO_OK;
 }
 
-enum kevo_status kevo_replay_next(struct runctx *r, struct job **out)
+static enum kevo_status replay_step(struct runctx *r, struct job **out)
 {
-    struct kevo_replay *p = r->replay;
+    struct kevo_replay *p = rp(r);
 
     *out = NULL;
-    if (kevo_replay_stop(r, 1) && !p->stop_given && !r->reason) {
+    if (replay_stop(r, 1) && !p->stop_given && !r->loop.reason) {
         p->stop_given = 1;   /* the original stopped here while waiting */
         return KEVO_OK;
     }
     if (p->next >= p->n_steps)
         return diverged(r, "the original's log ends after step %d; the replay still waits for "
-                        "%d evaluation(s) and %d LLM reply(ies)", p->n_steps, r->inflight,
-                        r->llm_outstanding);
+                        "%d evaluation(s) and %d LLM reply(ies)", p->n_steps, r->loop.inflight,
+                        kevo_run_llm_outstanding(r));
     const struct kevo_step *x = &p->steps[p->next++];
-    if (x->step != r->step + 1)
+    if (x->step != r->loop.step + 1)
         return diverged(r, "the original's log has step %lld here", (long long)x->step);
     return x->kind == KEVO_STEP_EVAL ? eval_step(r, x->id, out) : llm_step(r, x->id, out);
 }
 
-enum kevo_status kevo_replay_done(struct runctx *r)
+static enum kevo_status replay_finish(struct runctx *r)
 {
-    const struct kevo_replay *p = r->replay;
+    const struct kevo_replay *p = rp(r);
     if (p->next >= p->n_steps)
         return KEVO_OK;
     const struct kevo_step *x = &p->steps[p->next];
     return diverged(r, "the replay had nothing left to evaluate or ask (%s), but the original "
-                    "went on with its %s %lld", r->reason ? r->reason : "exhausted",
+                    "went on with its %s %lld", r->loop.reason ? r->loop.reason : "exhausted",
                     x->kind == KEVO_STEP_EVAL ? "candidate" : "LLM call", (long long)x->id);
 }
 
-const char *kevo_replay_stop(struct runctx *r, int waiting)
+static const char *replay_stop(struct runctx *r, int waiting)
 {
-    const struct kevo_replay *p = r->replay;
+    const struct kevo_replay *p = rp(r);
     /* the reasons that came from outside the run; the others the replay finds itself */
     if (!p || !p->stop_reason ||
         (strcmp(p->stop_reason, "time") != 0 && strcmp(p->stop_reason, "interrupted") != 0))
         return NULL;
-    return p->stop_step == r->step && p->stop_waiting == waiting ? p->stop_reason : NULL;
+    return p->stop_step == r->loop.step && p->stop_waiting == waiting ? p->stop_reason : NULL;
 }
 
 /* ---- LLM calls ---- */
 
-enum kevo_status kevo_replay_book(struct runctx *r, struct kevo_llm_call *c, int *refused)
+static enum kevo_status replay_book(struct runctx *r, struct kevo_llm_call *c,
+                                   enum kevo_steps_book *out)
 {
-    struct kevo_replay *p = r->replay;
+    struct kevo_replay *p = rp(r);
 
-    *refused = 0;
+    *out = KEVO_STEPS_BOOK_NONE;
     for (int i = 0; i < p->n_rows; i++) {
         const struct kevo_llm_row *w = &p->rows[i];
         if (w->submitted != c->sub)
@@ -413,22 +425,23 @@ enum kevo_status kevo_replay_book(struct runctx *r, struct kevo_llm_call *c, int
                                  "prompt %.12s) than the original's (%s, prompt %.12s); the "
                                  "prompt templates, the playbook or kevo itself changed, or the "
                                  "original's decisions depended on something it did not record",
-                                 (long long)p->of, (long long)r->step, (long long)c->sub,
+                                 (long long)p->of, (long long)r->loop.step, (long long)c->sub,
                                  kevo_llmop_names[c->op], c->prompt_hash, w->op, w->prompt_hash);
         p->booked[i] = 1;
-        *refused = strcmp(orig_status(w), "not_cached") == 0;
+        *out = strcmp(orig_status(w), "not_cached") == 0 ? KEVO_STEPS_BOOK_REFUSED
+                                                         : KEVO_STEPS_BOOK_ORIGINAL;
         c->from_cache = strncmp(orig_status(w), "cached", 6) == 0;
         return KEVO_OK;
     }
-    return KEVO_ERR_NOTFOUND;
+    return KEVO_OK;   /* none: the cap must refuse it, as it did */
 }
 
-enum kevo_status kevo_replay_call_differs(struct runctx *r, int64_t sub, const char *prompt_hash,
-                                          const char *op, int cap_refused)
+static enum kevo_status replay_differs(struct runctx *r, int64_t sub, const char *prompt_hash,
+                                      const char *op, int cap_refused)
 {
     return kevo_run_fail(r, KEVO_ERR_DIVERGED, "replay of run %lld diverged after step %lld: "
-                         "its LLM call %lld (%s, prompt %.12s) %s", (long long)r->replay->of,
-                         (long long)r->step, (long long)sub, op, prompt_hash,
+                         "its LLM call %lld (%s, prompt %.12s) %s", (long long)rp(r)->of,
+                         (long long)r->loop.step, (long long)sub, op, prompt_hash,
                          cap_refused ? "was refused by the cost cap, which let the original's "
                                        "call pass"
                                      : "was made where the original made none (its cost cap "
@@ -437,7 +450,7 @@ enum kevo_status kevo_replay_call_differs(struct runctx *r, int64_t sub, const c
 
 /* ---- the held-out gate ---- */
 
-enum kevo_status kevo_replay_holdout(struct runctx *r, int64_t id, json_t **out)
+static enum kevo_status replay_holdout_result(struct runctx *r, int64_t id, json_t **out)
 {
     struct kevo_cand_rec c;
     int64_t orig = 0;
@@ -447,16 +460,16 @@ enum kevo_status kevo_replay_holdout(struct runctx *r, int64_t id, json_t **out)
     *out = NULL;
     memset(&c, 0, sizeof c);
     st = kevo_archive_cand_get(r->ar, id, &c);
-    if (!st && kevo_archive_cand_by_key(r->ar, r->replay->of, c.key, &orig) != KEVO_OK)
+    if (!st && kevo_archive_cand_by_key(r->ar, rp(r)->of, c.key, &orig) != KEVO_OK)
         orig = 0;
     if (!st && (!orig || kevo_archive_eval_get(r->ar, orig, "holdout", &res) != KEVO_OK))
         st = kevo_run_fail(r, KEVO_ERR_DIVERGED, "replay of run %lld diverged at the held-out "
                            "gate: the original did not gate its candidate with this text "
-                           "(replay candidate %lld, %s)", (long long)r->replay->of,
+                           "(replay candidate %lld, %s)", (long long)rp(r)->of,
                            (long long)id, c.op);
     if (!st && !(*out = json_loads(res, 0, NULL)))
         st = kevo_run_fail(r, KEVO_ERR_PARSE, "--replay %lld: candidate %lld's held-out result "
-                           "does not parse", (long long)r->replay->of, (long long)orig);
+                           "does not parse", (long long)rp(r)->of, (long long)orig);
     kevo_free(res);
     kevo_archive_cand_clear(&c);
     return st;
@@ -554,7 +567,7 @@ static int final_of(const json_t *rep, const int64_t *ids, int n)
 
 static int runs_diff(struct runctx *r, const struct sides *s, json_t *rep, char *d, size_t n)
 {
-    const json_t *orig = r->replay->report;
+    const json_t *orig = rp(r)->report;
     struct kevo_llm_row *rows = NULL;
     int nr = 0, bad = 0;
 
@@ -564,28 +577,28 @@ static int runs_diff(struct runctx *r, const struct sides *s, json_t *rep, char 
         bad = cand_diff(r, s, i, d, n);
     if (!bad && kevo_archive_llm_rows(r->ar, r->run, &rows, &nr) != KEVO_OK)
         bad = snprintf(d, n, "its LLM calls cannot be read: %s", kevo_archive_errmsg(r->ar));
-    else if (!bad && nr != r->replay->n_rows)
-        bad = snprintf(d, n, "the original made %d LLM calls, the replay %d", r->replay->n_rows,
+    else if (!bad && nr != rp(r)->n_rows)
+        bad = snprintf(d, n, "the original made %d LLM calls, the replay %d", rp(r)->n_rows,
                        nr);
     for (int i = 0; i < nr && !bad; i++)
-        bad = call_diff(s, &r->replay->rows[i], &rows[i], i, d, n);
+        bad = call_diff(s, &rp(r)->rows[i], &rows[i], i, d, n);
     kevo_archive_llm_rows_free(rows, nr);
-    if (!bad && !same_str(json_string_value(json_object_get(orig, "reason")), r->reason))
+    if (!bad && !same_str(json_string_value(json_object_get(orig, "reason")), r->loop.reason))
         bad = snprintf(d, n, "the original stopped for \"%s\", the replay for \"%s\"",
-                       json_string_value(json_object_get(orig, "reason")), r->reason);
+                       json_string_value(json_object_get(orig, "reason")), r->loop.reason);
     if (!bad && final_of(orig, s->a, s->na) != final_of(rep, s->b, s->nb))
         bad = snprintf(d, n, "the held-out gate chose another candidate");
     return bad;
 }
 
-enum kevo_status kevo_replay_compare(struct runctx *r, json_t *report)
+static enum kevo_status replay_compare(struct runctx *r, json_t *report)
 {
     struct sides s;
     char d[600] = "";
     enum kevo_status st;
 
     memset(&s, 0, sizeof s);
-    st = kevo_archive_cand_ids(r->ar, r->replay->of, KEVO_CAND_ANY, &s.a, &s.na);
+    st = kevo_archive_cand_ids(r->ar, rp(r)->of, KEVO_CAND_ANY, &s.a, &s.na);
     if (!st)
         st = kevo_archive_cand_ids(r->ar, r->run, KEVO_CAND_ANY, &s.b, &s.nb);
     if (st) {
@@ -594,13 +607,107 @@ enum kevo_status kevo_replay_compare(struct runctx *r, json_t *report)
     }
     int bad = runs_diff(r, &s, report, d, sizeof d) > 0;
     json_object_set_new(report, "replay", json_pack("{s:I, s:b, s:I, s:i, s:i, s:s?}", "of",
-                                                    (json_int_t)r->replay->of, "identical", !bad,
-                                                    "steps", (json_int_t)r->step, "candidates",
-                                                    s.nb, "llm_calls", r->replay->n_rows,
+                                                    (json_int_t)rp(r)->of, "identical", !bad,
+                                                    "steps", (json_int_t)r->loop.step, "candidates",
+                                                    s.nb, "llm_calls", rp(r)->n_rows,
                                                     "difference", bad ? d : NULL));
     kevo_free(s.a);
     kevo_free(s.b);
     return bad ? kevo_run_fail(r, KEVO_ERR_DIVERGED, "replay of run %lld (as run %lld) differs "
-                               "from it: %s", (long long)r->replay->of, (long long)r->run, d)
+                               "from it: %s", (long long)rp(r)->of, (long long)r->run, d)
                : KEVO_OK;
 }
+
+/* ---- the source ---- */
+
+static enum kevo_status replay_open(struct runctx *r)
+{
+    enum kevo_status st = replay_load(r);
+
+    if (!st)
+        st = kevo_run_parse_task(r);
+    if (!st)
+        replay_opts(r);
+    return st;
+}
+
+/* Kept in order until the original's step that evaluated the same text. */
+static void replay_send(struct runctx *r, struct job *j)
+{
+    struct job **pp = &rp(r)->jobs;
+
+    while (*pp)
+        pp = &(*pp)->next;
+    j->next = NULL;
+    *pp = j;
+}
+
+static enum kevo_status replay_next(struct runctx *r, double wait_s, struct job **out)
+{
+    (void)wait_s;   /* the original's steps are all there: nothing to wait for */
+    *out = NULL;
+    if (r->stop && *r->stop) {   /* the user stopped the replay: at once */
+        r->loop.reason = "interrupted";   /* even after another reason: no gate, stopped */
+        r->loop.stop_step = r->loop.step;
+        r->loop.stop_waiting = 1;
+        r->loop.halted = 1;
+        return KEVO_OK;
+    }
+    return replay_step(r, out);
+}
+
+/* A replay's calls run on no thread: nothing arrives. */
+static void replay_arrive(struct runctx *r, struct job *j)
+{
+    (void)r;
+    KEVO_WARN("replay: an LLM reply arrived from a thread; dropped");
+    kevo_run_job_free(j);
+}
+
+static enum kevo_status replay_holdout(struct runctx *r, struct job *j, struct job **out)
+{
+    enum kevo_status st = replay_holdout_result(r, j->id, &j->result);
+
+    *out = NULL;
+    if (st) {
+        kevo_run_job_free(j);
+        return st;
+    }
+    *out = j;
+    return KEVO_OK;
+}
+
+/* It must end where the original did, unless the user stopped it. */
+static enum kevo_status replay_end(struct runctx *r)
+{
+    return r->stop && *r->stop ? KEVO_OK : replay_finish(r);
+}
+
+static enum kevo_status replay_report(struct runctx *r, json_t *report)
+{
+    return r->stop && *r->stop ? KEVO_OK : replay_compare(r, report);
+}
+
+static void replay_close(struct runctx *r)
+{
+    replay_free(rp(r));
+    r->steps_ctx = NULL;
+}
+
+const struct kevo_steps_ops kevo_steps_replay = {
+    .name = "replay",
+    .recorded = 1,
+    .open = replay_open,
+    .start = replay_start,
+    .begin = replay_begin,
+    .send = replay_send,
+    .next = replay_next,
+    .arrive = replay_arrive,
+    .holdout = replay_holdout,
+    .book = replay_book,
+    .differs = replay_differs,
+    .stop_reason = replay_stop,
+    .finish = replay_end,
+    .compare = replay_report,
+    .close = replay_close,
+};

@@ -1,17 +1,20 @@
 /*
- * run_llm - the LLM operators' side of `kevo run` (run_int.h, docs/llm.md). The
- * controller builds each call's prompt from the archive (a parent's source, its verdict
- * and metrics, what its siblings did), serves it from the response cache when the same
- * prompt was answered before, and hands the others to llmops' threads. Each reply comes
- * back through the run's done queue: it is recorded (prompt, reply, tokens, cost), turned
- * into a candidate (src/ctl/reply.c) and queued for the workers, or recorded with the reason
- * it could not be used, without costing GPU time.
+ * run_llm - the LLM operators of `kevo run` (run_llm.h, docs/llm.md). Starting one
+ * builds its call's prompt from the archive (a parent's source, its verdict and metrics,
+ * what its siblings did); the step source (steps.h) says where the answer comes from: the
+ * response cache when the same prompt was answered before, else the model through
+ * llmops' threads (live), or the original's answer (replay). Each reply comes back as a
+ * step of the run: it is recorded (prompt, reply, tokens, cost), turned into a candidate
+ * (reply.c) and sent for evaluation, or recorded with the reason it could not be used,
+ * without costing GPU time.
  */
-#include "ctl/run_int.h"
-#include "ctl/llm.h"
+#include "ctl/run_llm.h"
+
 #include "base/mem.h"
+#include "ctl/llm.h"
 #include "ctl/prompt.h"
 #include "ctl/reply.h"
+#include "ctl/steps.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -27,6 +30,55 @@
 #define LLM_IDLE_MAX 3                 /* calls with nothing new before waiting for a result */
 #define LLM_FAIL_MAX 5                 /* failed calls in a row before giving up on them */
 #define KEVO_ERR_BUSY_LLM KEVO_ERR_TOOBIG   /* the cap's reserves are taken: not now */
+#define RECENT 64                      /* recent verdicts kept for prompts and the fix operator */
+
+struct hashset {                       /* prompt hashes (a run asks hundreds, not millions) */
+    char (*h)[KEVO_HASH_HEX];
+    int n, cap;
+};
+
+struct recent {                        /* one recent verdict */
+    int64_t id, parent;
+    char op[32], verdict[32];
+    double score;
+    int fixed;                         /* already given to the fix operator */
+};
+
+/* The LLM operators' state (r->llm). */
+struct run_llm {
+    struct kevo_llmops *calls;         /* the calls' threads and costs; NULL until started */
+    struct kevo_llm_model *models;
+    int n_models;
+    int op_at[KEVO_LLMOP_COUNT];       /* each LLM op's index in the run's operator table */
+    struct recent recent[RECENT];
+    int n_recent;
+    int refused;                       /* the cost cap refused a call: no more are started */
+    int outstanding;                   /* calls submitted and not yet handled */
+    int idle;                          /* calls since the last evaluation that brought nothing */
+    struct hashset asked;              /* prompts asked in this session */
+    struct hashset dry;                /* prompts whose answer brought nothing new: not asked
+                                          again in this session */
+    struct hashset unusable;           /* prompts that got an unusable reply (twice: dry) */
+    int64_t submitted;                 /* calls submitted in this session (refused ones too) */
+    int failed;                        /* calls in a row the provider failed */
+};
+
+static enum kevo_status start_call(void *user, const struct kevo_operator *self);
+
+/* The LLM operators: entries of the run's operator table, started, not proposed. Names as
+ * kevo_llmop_names (kevo_run_llm_start checks). */
+static const struct kevo_operator llm_ops[KEVO_LLMOP_COUNT] = {
+    { .name = "llm_generate", .n_parents = 0, .prior = 1.0, .start = start_call,
+      .llm_op = KEVO_LLMOP_GENERATE },
+    { .name = "llm_improve", .n_parents = 1, .prior = 1.0, .start = start_call,
+      .llm_op = KEVO_LLMOP_IMPROVE },
+    { .name = "llm_fix", .n_parents = 1, .prior = 1.0, .start = start_call,
+      .llm_op = KEVO_LLMOP_FIX },
+    { .name = "llm_crossover", .n_parents = 2, .prior = 1.0, .start = start_call,
+      .llm_op = KEVO_LLMOP_CROSSOVER },
+    { .name = "llm_plan", .n_parents = 1, .prior = 1.0, .start = start_call,
+      .llm_op = KEVO_LLMOP_PLAN },
+};
 
 /* ---- set-up ---- */
 
@@ -41,7 +93,7 @@ static void on_done(void *user, struct kevo_llm_call *call)
     }
     j->llm = call;
     j->op = -1;
-    kevo_run_q_push(&r->done, j);
+    r->steps->arrive(r, j);
 }
 
 static const char *dir_of(const char *opt, const char *env, const char *sub, char *buf, size_t n)
@@ -62,21 +114,21 @@ static enum kevo_status load_prices(struct runctx *r)
     char def[PATH_MAX];
     const char *path = dir_of(r->o->prices, "KEVO_PRICES", "prices.json", def, sizeof def);
     json_error_t e;
-    json_t *used = r->replay ? json_object_get(r->cfg, "prices_used") : NULL;
+    json_t *used = r->set.prices_used;
     json_t *t = used ? json_incref(used) : json_load_file(path, 0, &e);
 
     if (!t && (r->o->prices || getenv("KEVO_PRICES")))
         return kevo_run_fail(r, KEVO_ERR_PARSE, "%s:%d: %s", path, e.line, e.text);
-    for (int i = 0; i < r->n_models; i++) {
-        json_t *p = json_object_get(t, r->models[i].name);
+    for (int i = 0; i < r->llm->n_models; i++) {
+        json_t *p = json_object_get(t, r->llm->models[i].name);
         if (json_is_object(p)) {
-            r->models[i].price_in = json_number_value(json_object_get(p, "in"));
-            r->models[i].price_out = json_number_value(json_object_get(p, "out"));
+            r->llm->models[i].price_in = json_number_value(json_object_get(p, "in"));
+            r->llm->models[i].price_out = json_number_value(json_object_get(p, "out"));
         } else if (r->o->cost_cap > 0) {
             json_decref(t);
             return kevo_run_fail(r, KEVO_ERR_INVALID, "--cost-cap: model '%s' has no price in %s "
                                  "(add it, or give a table with --prices FILE)",
-                                 r->models[i].name, path);
+                                 r->llm->models[i].name, path);
         }
     }
     json_decref(t);
@@ -90,16 +142,19 @@ enum kevo_status kevo_run_llm_prepare(struct runctx *r)
 
     if (!o->n_models)
         return KEVO_OK;
-    r->models = kevo_calloc((size_t)o->n_models, sizeof *r->models);
-    if (!r->models)
+    r->llm = kevo_calloc(1, sizeof *r->llm);
+    if (!r->llm)
+        return KEVO_ERR_NOMEM;
+    r->llm->models = kevo_calloc((size_t)o->n_models, sizeof *r->llm->models);
+    if (!r->llm->models)
         return KEVO_ERR_NOMEM;
     for (int i = 0; i < o->n_models && !st; i++) {
         char *m = NULL;
-        st = kevo_llm_model_parse(o->models[i], &r->models[i], &m);
+        st = kevo_llm_model_parse(o->models[i], &r->llm->models[i], &m);
         if (st)
             st = kevo_run_fail(r, st, "--model %s: %s", o->models[i], m ? m : "bad model spec");
         else
-            r->n_models++;
+            r->llm->n_models++;
         kevo_free(m);
     }
     return st ? st : load_prices(r);
@@ -108,10 +163,10 @@ enum kevo_status kevo_run_llm_prepare(struct runctx *r)
 json_t *kevo_run_llm_prices(const struct runctx *r)
 {
     json_t *o = json_object();
-    for (int i = 0; o && i < r->n_models; i++)
-        json_object_set_new(o, r->models[i].name, json_pack("{s:f, s:f}", "in",
-                                                            r->models[i].price_in, "out",
-                                                            r->models[i].price_out));
+    for (int i = 0; o && i < r->llm->n_models; i++)
+        json_object_set_new(o, r->llm->models[i].name, json_pack("{s:f, s:f}", "in",
+                                                            r->llm->models[i].price_in, "out",
+                                                            r->llm->models[i].price_out));
     return o;
 }
 
@@ -122,50 +177,75 @@ enum kevo_status kevo_run_llm_start(struct runctx *r)
     double spent = 0;
     enum kevo_status st;
 
-    if (!r->n_models)
+    if (!r->llm || !r->llm->n_models)
         return KEVO_OK;
-    r->op_base = r->n_ops;
-    for (int i = 0; i < KEVO_LLMOP_COUNT; i++)
-        kevo_search_op_register(r->s, r->op_base + i, kevo_llmop_names[i], 1.0);
+    if (r->loop.n_ops + KEVO_LLMOP_COUNT > (int)(sizeof r->loop.ops / sizeof r->loop.ops[0]))
+        return kevo_run_fail(r, KEVO_ERR_INVALID, "too many operators");
+    for (int i = 0; i < KEVO_LLMOP_COUNT; i++) {
+        if (strcmp(llm_ops[i].name, kevo_llmop_names[i]) != 0)   /* a programmer's slip */
+            return kevo_run_fail(r, KEVO_ERR_INVALID, "LLM operator %d: '%s' is not '%s'", i,
+                                 llm_ops[i].name, kevo_llmop_names[i]);
+        r->llm->op_at[i] = r->loop.n_ops;
+        r->loop.ops[r->loop.n_ops] = &llm_ops[i];
+        kevo_search_op_register(r->loop.s, r->loop.n_ops, llm_ops[i].name, llm_ops[i].prior);
+        r->loop.n_ops++;
+    }
     if (kevo_archive_llm_cost(r->ar, r->run, &spent) != KEVO_OK)
         spent = 0;
     memset(&cfg, 0, sizeof cfg);
-    cfg.n_models = r->n_models;
-    cfg.models = r->models;
+    cfg.n_models = r->llm->n_models;
+    cfg.models = r->llm->models;
     cfg.max_concurrent = o->llm_concurrency > 0 ? o->llm_concurrency : 4;
     kevo_llm_limits_default(&cfg.limits);
     cfg.cost_cap = o->cost_cap;
     cfg.spent_before = spent;
     cfg.temperature = LLM_TEMPERATURE;
     cfg.max_tokens = LLM_MAX_TOKENS;
-    cfg.replay = r->replay != NULL;
-    st = kevo_llmops_new(&cfg, on_done, r, &r->llm);
+    cfg.replay = r->steps->recorded;   /* answered from the record, on no thread */
+    st = kevo_llmops_new(&cfg, on_done, r, &r->llm->calls);
     return st ? kevo_run_fail(r, st, "cannot start the LLM operators: %s", kevo_status_name(st))
               : KEVO_OK;
 }
 
 void kevo_run_llm_stop(struct runctx *r)
 {
-    kevo_llmops_free(r->llm);
+    struct run_llm *L = r->llm;
+
+    if (!L)
+        return;
+    kevo_llmops_free(L->calls);
+    kevo_free(L->asked.h);
+    kevo_free(L->dry.h);
+    kevo_free(L->unusable.h);
+    for (int i = 0; L->models && i < L->n_models; i++)
+        kevo_llm_model_clear(&L->models[i]);
+    kevo_free(L->models);
+    kevo_free(L);
     r->llm = NULL;
-    kevo_free(r->llm_asked.h);
-    kevo_free(r->llm_dry.h);
-    kevo_free(r->llm_unusable.h);
-    memset(&r->llm_asked, 0, sizeof r->llm_asked);
-    memset(&r->llm_dry, 0, sizeof r->llm_dry);
-    memset(&r->llm_unusable, 0, sizeof r->llm_unusable);
-    for (int i = 0; r->models && i < r->n_models; i++)
-        kevo_llm_model_clear(&r->models[i]);
-    kevo_free(r->models);
-    r->models = NULL;
+}
+
+int kevo_run_llm_outstanding(const struct runctx *r)
+{
+    return r->llm ? r->llm->outstanding : 0;
+}
+
+int kevo_run_llm_spent(const struct runctx *r, double *out)
+{
+    *out = r->llm && r->llm->calls ? kevo_llmops_spent(r->llm->calls) : 0;
+    return r->llm && r->llm->calls;
+}
+
+struct kevo_llm_call *kevo_run_llm_take(struct runctx *r, int64_t sub)
+{
+    return r->llm && r->llm->calls ? kevo_llmops_take(r->llm->calls, sub) : NULL;
 }
 
 /* ---- recent verdicts ---- */
 
-void kevo_run_llm_note(struct runctx *r, int64_t id, int64_t parent, const char *op,
-                       const char *verdict, double score)
+static void note(struct runctx *r, int64_t id, int64_t parent, const char *op,
+                 const char *verdict, double score)
 {
-    struct recent *e = &r->recent[r->n_recent++ % RECENT];
+    struct recent *e = &r->llm->recent[r->llm->n_recent++ % RECENT];
     e->id = id;
     e->parent = parent;
     e->score = score;
@@ -174,14 +254,31 @@ void kevo_run_llm_note(struct runctx *r, int64_t id, int64_t parent, const char 
     snprintf(e->verdict, sizeof e->verdict, "%s", verdict ? verdict : "?");
 }
 
+void kevo_run_llm_evaluated(struct runctx *r, const struct job *j, const char *op,
+                            const char *verdict, double score, int ok, int improved)
+{
+    struct kevo_cand_rec c;
+    int64_t parent;
+
+    if (!r->llm)
+        return;
+    r->llm->idle = 0;   /* a new result: the prompts have something new to say */
+    if (j->model >= 0)
+        kevo_llmops_model_result(r->llm->calls, j->model, ok, improved);
+    memset(&c, 0, sizeof c);
+    parent = kevo_archive_cand_get(r->ar, j->id, &c) == KEVO_OK ? c.parent1 : 0;
+    kevo_archive_cand_clear(&c);
+    note(r, j->id, parent, op, verdict, score);
+}
+
 /* What was tried from parent p, newest first. */
 static char *siblings(struct runctx *r, int64_t p)
 {
     struct kevo_buf b;
-    int n = 0, total = r->n_recent < RECENT ? r->n_recent : RECENT;
+    int n = 0, total = r->llm->n_recent < RECENT ? r->llm->n_recent : RECENT;
     kevo_buf_init(&b, 1 << 16);
     for (int k = 1; k <= total && n < SIBLINGS; k++) {
-        const struct recent *e = &r->recent[(r->n_recent - k) % RECENT];
+        const struct recent *e = &r->llm->recent[(r->llm->n_recent - k) % RECENT];
         if (e->parent != p)
             continue;
         /* no ids: they differ between archives, and a prompt must not (the cache) */
@@ -199,9 +296,9 @@ static char *siblings(struct runctx *r, int64_t p)
 /* The newest failed candidate not yet given to the fix operator (0: none). */
 static int64_t failed_parent(struct runctx *r)
 {
-    int total = r->n_recent < RECENT ? r->n_recent : RECENT;
+    int total = r->llm->n_recent < RECENT ? r->llm->n_recent : RECENT;
     for (int k = 1; k <= total; k++) {
-        struct recent *e = &r->recent[(r->n_recent - k) % RECENT];
+        struct recent *e = &r->llm->recent[(r->llm->n_recent - k) % RECENT];
         if (strcmp(e->verdict, "ok") != 0 && !e->fixed && e->id) {
             e->fixed = 1;   /* one fix attempt per failure */
             return e->id;
@@ -255,9 +352,9 @@ static enum kevo_status build(struct runctx *r, struct kevo_llm_call *c, const c
         struct kevo_prompt_ctx pc = {
             .template_dir = dir_of(r->o->prompts_dir, "KEVO_PROMPTS", "prompts", tdir, sizeof tdir),
             .playbook_dir = dir_of(r->o->playbook_dir, NULL, "docs/playbook", pdir, sizeof pdir),
-            .task_text = r->task_text, .lang = r->task->lang == KEVO_LANG_CUDA ? "cuda" : "c",
-            .tags = (const char *const *)r->task->tags, .n_tags = r->task->n_tags,
-            .calib = r->calib, .parent = c->parent_text, .parent2 = p2, .result = res1,
+            .task_text = r->set.task_text, .lang = r->set.task->lang == KEVO_LANG_CUDA ? "cuda" : "c",
+            .tags = (const char *const *)r->set.task->tags, .n_tags = r->set.task->n_tags,
+            .calib = r->set.calib, .parent = c->parent_text, .parent2 = p2, .result = res1,
             .result2 = res2, .siblings = sib, .plan = plan,
         };
         st = kevo_prompt_build(kevo_llmop_template(c->op, c->phase), &pc, &c->system, &c->user,
@@ -276,7 +373,7 @@ static enum kevo_status build(struct runctx *r, struct kevo_llm_call *c, const c
 /* Parents for op; KEVO_ERR_NOTFOUND when the op has none now. */
 static enum kevo_status parents(struct runctx *r, struct kevo_llm_call *c)
 {
-    c->island = kevo_search_next_island(r->s);
+    c->island = kevo_search_next_island(r->loop.s);
     switch (c->op) {
     case KEVO_LLMOP_GENERATE:
         return KEVO_OK;
@@ -284,19 +381,19 @@ static enum kevo_status parents(struct runctx *r, struct kevo_llm_call *c)
         c->parent1 = failed_parent(r);
         break;
     case KEVO_LLMOP_CROSSOVER:
-        c->parent1 = kevo_search_parent(r->s, c->island);
-        c->parent2 = c->parent1 ? kevo_search_mate(r->s, c->island, c->parent1) : 0;
+        c->parent1 = kevo_search_parent(r->loop.s, c->island);
+        c->parent2 = c->parent1 ? kevo_search_mate(r->loop.s, c->island, c->parent1) : 0;
         if (!c->parent2)
             return KEVO_ERR_NOTFOUND;
         break;
     default:
-        c->parent1 = kevo_search_parent(r->s, c->island);
+        c->parent1 = kevo_search_parent(r->loop.s, c->island);
         break;
     }
     if (!c->parent1)
         return KEVO_ERR_NOTFOUND;
     for (int i = 0; i < KEVO_CELLS; i++) {
-        const struct kevo_elite *e = kevo_search_cell(r->s, c->island, i);
+        const struct kevo_elite *e = kevo_search_cell(r->loop.s, c->island, i);
         if (e && e->id == c->parent1)
             c->parent_score = e->score;
     }
@@ -347,15 +444,15 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
  * for a plan's second call, the plan's prompt (it would lead to the same code). */
 static void mark_dry(struct runctx *r, const struct kevo_llm_call *c)
 {
-    hs_put(&r->llm_dry, c->prompt_hash);
+    hs_put(&r->llm->dry, c->prompt_hash);
     if (c->phase && c->plan_hash[0])
-        hs_put(&r->llm_dry, c->plan_hash);
+        hs_put(&r->llm->dry, c->plan_hash);
 }
 
 /* An offline run may not ask c: recorded (status not_cached, no step), no more calls. */
 static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
 {
-    r->llm_refused = 1;
+    r->llm->refused = 1;
     kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "not_cached",
                                 "op", kevo_llmop_names[c->op]));
     enum kevo_status st = record_call(r, c, 0, "not_cached", 0);   /* no reply: no step */
@@ -368,7 +465,7 @@ static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
  * offline run may not make. 1: the call may go on. */
 static int live_source(struct runctx *r, struct kevo_llm_call *c)
 {
-    int again = hs_put(&r->llm_asked, c->prompt_hash);
+    int again = hs_put(&r->llm->asked, c->prompt_hash);
     if (!again && from_cache(r, c))
         return 1;
     return !r->o->offline;
@@ -376,25 +473,24 @@ static int live_source(struct runctx *r, struct kevo_llm_call *c)
 
 static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
 {
-    int refused = 0, unbooked = 0;
-    enum kevo_status st = kevo_llmops_hash(r->llm, c);
+    enum kevo_steps_book src = KEVO_STEPS_BOOK_LIVE;
+    int refused = 0;
+    enum kevo_status st = kevo_llmops_hash(r->llm->calls, c);
     if (st) {
         kevo_llm_call_free(c);
         return st;
     }
     /* its answer brought nothing new: a model that repeats itself would again */
-    if (hs_has(&r->llm_dry, c->prompt_hash)) {
+    if (hs_has(&r->llm->dry, c->prompt_hash)) {
         kevo_llm_call_free(c);
         return KEVO_ERR_NOTFOUND;
     }
-    c->sub = ++r->llm_submitted;
-    if (r->replay) {   /* the original's call of this number answers it */
-        st = kevo_replay_book(r, c, &refused);
-        if (st == KEVO_ERR_NOTFOUND)   /* none: the cap must refuse it, as it did */
-            unbooked = 1, st = KEVO_OK;
-    } else {
+    c->sub = ++r->llm->submitted;
+    st = r->steps->book(r, c, &src);   /* a replay: the original's call of this number */
+    if (!st && src == KEVO_STEPS_BOOK_LIVE)
         refused = !live_source(r, c);
-    }
+    else if (!st)
+        refused = src == KEVO_STEPS_BOOK_REFUSED;
     if (st) {
         kevo_llm_call_free(c);
         return st;
@@ -408,55 +504,72 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
         kevo_llm_call_free(c);
         return KEVO_ERR_NOMEM;
     }
-    st = kevo_llmops_submit(r->llm, c);
+    st = kevo_llmops_submit(r->llm->calls, c);
     if (st == KEVO_ERR_TOOBIG) {
-        if (r->replay && !unbooked)   /* the original made this call: the cap did not refuse */
-            return kevo_replay_call_differs(r, r->llm_submitted, hash, kevo_llmop_names[op], 1);
+        if (src == KEVO_STEPS_BOOK_ORIGINAL)   /* the original made it: its cap let it pass */
+            return r->steps->differs(r, r->llm->submitted, hash, kevo_llmop_names[op], 1);
         /* with calls in flight, their reserves come back: wait; without, the cap is met */
-        if (!r->llm_outstanding) {
-            r->llm_refused = 1;
+        if (!r->llm->outstanding) {
+            r->llm->refused = 1;
             kevo_run_event(r, json_pack("{s:s, s:s, s:f}", "event", "llm", "status", "cost_cap",
-                                        "spent", kevo_llmops_spent(r->llm)));
+                                        "spent", kevo_llmops_spent(r->llm->calls)));
         }
         return KEVO_ERR_BUSY_LLM;
     }
     if (!st)
-        r->llm_outstanding++;
-    if (!st && unbooked)
-        st = kevo_replay_call_differs(r, r->llm_submitted, hash, kevo_llmop_names[op], 0);
+        r->llm->outstanding++;
+    if (!st && src == KEVO_STEPS_BOOK_NONE)   /* the original made no such call */
+        st = r->steps->differs(r, r->llm->submitted, hash, kevo_llmop_names[op], 0);
     return st;
+}
+
+/* The operator table's operators that need no LLM, as a mask for kevo_search_op_pick. */
+static unsigned genome_ops(const struct runctx *r)
+{
+    unsigned m = 0;
+
+    for (int i = 0; i < r->loop.n_ops; i++)
+        if (!r->loop.ops[i]->start)
+            m |= 1u << i;
+    return m;
+}
+
+/* start() of the LLM operators: one call of self's LLM op, with parents chosen now.
+ * KEVO_ERR_NOTFOUND when the op has no parents now, or its prompt was answered before
+ * with nothing new (another op may have something). */
+static enum kevo_status start_call(void *user, const struct kevo_operator *self)
+{
+    struct runctx *r = user;
+    struct kevo_llm_call *c = kevo_calloc(1, sizeof *c);
+    enum kevo_status st;
+
+    if (!c)
+        return KEVO_ERR_NOMEM;
+    c->op = (enum kevo_llm_op)self->llm_op;
+    c->model = kevo_llmops_pick_model(r->llm->calls, kevo_rng_unit(kevo_search_rng(r->loop.s)));
+    st = parents(r, c);
+    if (!st)
+        st = build(r, c, NULL);
+    if (st) {
+        kevo_llm_call_free(c);
+        return st;
+    }
+    return submit(r, c);
 }
 
 /* One new call, of some LLM op that has parents now; KEVO_ERR_NOTFOUND when none has. */
 static enum kevo_status one_call(struct runctx *r)
 {
-    unsigned exclude = (1u << r->op_base) - 1u;   /* the operators that need no LLM */
+    unsigned exclude = genome_ops(r);
 
     for (int tries = 0; tries < KEVO_LLMOP_COUNT; tries++) {
-        int k = kevo_search_op_pick(r->s, exclude);
+        int k = kevo_search_op_pick(r->loop.s, exclude);
         if (k < 0)
             break;
         exclude |= 1u << k;
-        struct kevo_llm_call *c = kevo_calloc(1, sizeof *c);
-        if (!c)
-            return KEVO_ERR_NOMEM;
-        c->op = (enum kevo_llm_op)(k - r->op_base);
-        c->model = kevo_llmops_pick_model(r->llm, kevo_rng_unit(kevo_search_rng(r->s)));
-        enum kevo_status st = parents(r, c);
-        if (st == KEVO_ERR_NOTFOUND) {
-            kevo_llm_call_free(c);
-            continue;
-        }
-        if (!st)
-            st = build(r, c, NULL);
-        if (st) {
-            kevo_llm_call_free(c);
-            return st;
-        }
-        st = submit(r, c);
+        enum kevo_status st = r->loop.ops[k]->start(r, r->loop.ops[k]);
         if (st != KEVO_ERR_NOTFOUND)
             return st;
-        /* its prompt was answered before with nothing new: another op may have something */
     }
     return KEVO_ERR_NOTFOUND;
 }
@@ -467,9 +580,9 @@ enum kevo_status kevo_run_llm_fill(struct runctx *r)
     /* Calls that bring nothing new (duplicates, unusable replies) pause the LLM operators
      * until the next evaluation arrives: a model that keeps repeating itself must not
      * spend money faster than the workers can give the prompts something new to say. */
-    while (r->llm && !r->reason && !r->llm_refused && r->llm_idle < LLM_IDLE_MAX) {
-        int n = r->llm_outstanding;
-        if (n >= max || r->n_done + r->inflight + n >= r->budget)
+    while (r->llm && r->llm->calls && !r->loop.reason && !r->llm->refused && r->llm->idle < LLM_IDLE_MAX) {
+        int n = r->llm->outstanding;
+        if (n >= max || r->loop.n_done + r->loop.inflight + n >= r->loop.budget)
             break;
         enum kevo_status st = one_call(r);
         if (st == KEVO_ERR_NOTFOUND || st == KEVO_ERR_BUSY_LLM)
@@ -497,7 +610,7 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
     memset(&rec, 0, sizeof rec);
     rec.run_id = r->run;
     rec.cand_id = cand;
-    rec.model = kevo_llmops_model_name(r->llm, c->model);
+    rec.model = kevo_llmops_model_name(r->llm->calls, c->model);
     rec.op = c->phase ? "llm_plan_code" : kevo_llmop_names[c->op];
     memcpy(rec.prompt_hash, c->prompt_hash, sizeof rec.prompt_hash);
     rec.prompt = kevo_buf_str(&prompt);
@@ -513,7 +626,7 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
         snprintf(st_buf, sizeof st_buf, "cached%s%s", strcmp(status, "ok") ? " " : "",
                  strcmp(status, "ok") ? status : "");
     rec.status = c->from_cache ? st_buf : status;
-    if (r->replay) {   /* "replay: ok": the original's reply again, nothing spent */
+    if (r->steps->recorded) {   /* "replay: ok": the original's reply again, nothing spent */
         snprintf(st_rep, sizeof st_rep, "replay: %s", rec.status);
         rec.status = st_rep;
         rec.cost = 0;
@@ -532,10 +645,10 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
 static void nothing_new(struct runctx *r, const struct kevo_llm_call *c)
 {
     mark_dry(r, c);
-    kevo_search_op_proposed(r->s, r->op_base + c->op);
-    kevo_search_op_result(r->s, r->op_base + c->op, 0, 0);
-    kevo_llmops_model_result(r->llm, c->model, 0, 0);
-    r->llm_idle++;
+    kevo_search_op_proposed(r->loop.s, r->llm->op_at[c->op]);
+    kevo_search_op_result(r->loop.s, r->llm->op_at[c->op], 0, 0);
+    kevo_llmops_model_result(r->llm->calls, c->model, 0, 0);
+    r->llm->idle++;
     kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "duplicate",
                                 "op", kevo_llmop_names[c->op]));
 }
@@ -574,12 +687,12 @@ static enum kevo_status unparsable(struct runctx *r, const struct kevo_llm_call 
                                       rs ? rs : "{}");
     kevo_free(rs);
     json_decref(res);
-    r->n_done++;
-    r->since_best++;
-    kevo_search_op_proposed(r->s, r->op_base + c->op);
-    kevo_search_op_result(r->s, r->op_base + c->op, 0, 0);
-    kevo_llmops_model_result(r->llm, c->model, 0, 0);
-    kevo_run_llm_note(r, *id, c->parent1, kevo_llmop_names[c->op], "compile_error", 0);
+    r->loop.n_done++;
+    r->loop.since_best++;
+    kevo_search_op_proposed(r->loop.s, r->llm->op_at[c->op]);
+    kevo_search_op_result(r->loop.s, r->llm->op_at[c->op], 0, 0);
+    kevo_llmops_model_result(r->llm->calls, c->model, 0, 0);
+    note(r, *id, c->parent1, kevo_llmop_names[c->op], "compile_error", 0);
     kevo_run_event(r, json_pack("{s:s, s:I, s:s, s:s, s:s}", "event", "eval", "id",
                                 (json_int_t)*id, "op", kevo_llmop_names[c->op], "verdict",
                                 "compile_error", "message", msg));
@@ -597,8 +710,8 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
     enum kevo_status st;
 
     /* no run id: the parser's messages reach fix prompts, which must not differ by run */
-    snprintf(path, sizeof path, "llm%s", r->task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
-    st = kevo_genome_from_text(r->task, path, text, len, &g, &m);
+    snprintf(path, sizeof path, "llm%s", r->set.task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
+    st = kevo_genome_from_text(r->set.task, path, text, len, &g, &m);
     if (st == KEVO_ERR_NOMEM)
         return st;
     if (st) {
@@ -606,7 +719,7 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
         kevo_free(m);
         return st;
     }
-    st = kevo_run_record(r, &g, kevo_llmop_names[c->op], r->op_base + c->op, c->parent1,
+    st = kevo_run_record(r, &g, kevo_llmop_names[c->op], r->llm->op_at[c->op], c->parent1,
                          c->parent2, c->parent_score, c->island, &j);
     kevo_genome_clear(&g);
     if (st == KEVO_ERR_INVALID) {   /* the model proposed a text the run already has */
@@ -615,11 +728,10 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
     }
     if (st)
         return st;
-    kevo_search_op_proposed(r->s, r->op_base + c->op);
+    kevo_search_op_proposed(r->loop.s, r->llm->op_at[c->op]);
     j->model = c->model;
     *id = j->id;
-    kevo_run_q_push(&r->jobs, j);
-    r->inflight++;
+    kevo_run_send(r, j);
     return KEVO_OK;
 }
 
@@ -647,7 +759,7 @@ static enum kevo_status plan_code(struct runctx *r, const struct kevo_llm_call *
         return KEVO_OK;
     }
     if (st == KEVO_ERR_BUSY_LLM) {   /* over the cap: the plan is dropped, nothing came of it */
-        r->llm_idle++;
+        r->llm->idle++;
         return KEVO_OK;
     }
     return st;
@@ -662,44 +774,45 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
     int64_t id = 0;
     enum kevo_status st = KEVO_OK;
 
-    kevo_llmops_settle(r->llm, c);   /* its cost counts from this step on */
+    r->llm->outstanding--;
+    kevo_llmops_settle(r->llm->calls, c);   /* its cost counts from this step on */
     if (strcmp(c->reply.status, "ok") != 0) {
         /* each call already retried within its limits; a provider that still fails
          * LLM_FAIL_MAX times in a row is given up on for the session */
-        kevo_llmops_model_result(r->llm, c->model, 0, 0);
-        if (++r->llm_failed >= LLM_FAIL_MAX && !r->llm_refused) {
-            r->llm_refused = 1;
+        kevo_llmops_model_result(r->llm->calls, c->model, 0, 0);
+        if (++r->llm->failed >= LLM_FAIL_MAX && !r->llm->refused) {
+            r->llm->refused = 1;
             kevo_run_event(r, json_pack("{s:s, s:s, s:i}", "event", "llm", "status",
-                                        "given_up", "failed_in_a_row", r->llm_failed));
+                                        "given_up", "failed_in_a_row", r->llm->failed));
         }
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s?}", "event", "llm", "status",
                                     c->reply.status, "op", kevo_llmop_names[c->op], "message",
                                     c->reply.error));
-        return record_call(r, c, 0, c->reply.status, r->cur_step);
+        return record_call(r, c, 0, c->reply.status, r->loop.cur_step);
     }
-    r->llm_failed = 0;
-    if (r->reason || r->n_done + r->inflight >= r->budget)   /* too late: the budget is spent */
-        return record_call(r, c, 0, "unused: the budget was spent", r->cur_step);
+    r->llm->failed = 0;
+    if (r->loop.reason || r->loop.n_done + r->loop.inflight >= r->loop.budget)   /* too late: the budget is spent */
+        return record_call(r, c, 0, "unused: the budget was spent", r->loop.cur_step);
     if (c->op == KEVO_LLMOP_PLAN && c->phase == 0) {
-        st = record_call(r, c, 0, "ok", r->cur_step);
+        st = record_call(r, c, 0, "ok", r->loop.cur_step);
         return st ? st : plan_code(r, c);
     }
     st = kevo_reply_apply(c->reply.text, strlen(c->reply.text), c->parent_text,
                           c->parent_text ? strlen(c->parent_text) : 0, &text, &len, &form, &why);
     if (st == KEVO_ERR_PARSE) {
-        r->llm_idle++;
-        if (hs_put(&r->llm_unusable, c->prompt_hash))   /* twice: it is the prompt */
+        r->llm->idle++;
+        if (hs_put(&r->llm->unusable, c->prompt_hash))   /* twice: it is the prompt */
             mark_dry(r, c);
         snprintf(status, sizeof status, "unusable: %s", why ? why : "?");
         kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "unusable",
                                     "op", kevo_llmop_names[c->op], "message", why ? why : "?"));
         kevo_free(why);
-        return record_call(r, c, 0, status, r->cur_step);
+        return record_call(r, c, 0, status, r->loop.cur_step);
     }
     if (!st)
         st = propose_text(r, c, text, len, &id);
     if (!st)
-        st = record_call(r, c, id, "ok", r->cur_step);
+        st = record_call(r, c, id, "ok", r->loop.cur_step);
     kevo_free(text);
     return st;
 }

@@ -116,6 +116,9 @@ json_t *kevo_eval_jdims(const int64_t *d, int n);
 /* text under env into *out; 0 on success (the failure's message is dropped). */
 int kevo_eval_env_value(const struct kevo_env *env, const char *text, int64_t *out);
 
+/* {NAME: value} of the workload's sizes. */
+json_t *kevo_eval_wl_sizes(const struct kevo_ev *e, const struct kevo_wl *x);
+
 /* ---- eval_record.c: verdicts and statuses ---- */
 
 /* Record a workload's verdict; the first one wins, later ones are dropped. Takes the
@@ -152,8 +155,6 @@ void kevo_eval_side_free(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side 
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w);
 /* Free everything of x (also after a failed setup) and zero it. */
 void kevo_eval_wl_free(struct kevo_ev *e, struct kevo_wl *x);
-/* {NAME: value} of the workload's sizes. */
-json_t *kevo_eval_wl_sizes(const struct kevo_ev *e, const struct kevo_wl *x);
 
 /* ---- eval_wl.c: runs and checks ---- */
 

@@ -146,3 +146,15 @@ enum kevo_status kevo_eval_ref_fail(struct kevo_ev *e, struct kevo_wl *x, enum k
     return kevo_eval_error(e, st, "the task's reference failed (%s) at %s: %s", phase, x->desc,
                            kevo_buf_str(&e->err));
 }
+
+json_t *kevo_eval_wl_sizes(const struct kevo_ev *e, const struct kevo_wl *x)
+{
+    const struct kevo_workload *wd = &e->task->workloads[x->w];
+    json_t *o = json_object();
+    for (int i = 0; o && i < wd->n; i++) {
+        int64_t v = 0;
+        if (!kevo_eval_env_value(&x->env_ref, wd->names[i], &v))
+            json_object_set_new(o, wd->names[i], json_integer(v));
+    }
+    return o;
+}

@@ -297,18 +297,6 @@ static void wl_desc(const struct kevo_ev *e, struct kevo_wl *x)
         snprintf(x->desc + len, sizeof x->desc - len, ")");
 }
 
-json_t *kevo_eval_wl_sizes(const struct kevo_ev *e, const struct kevo_wl *x)
-{
-    const struct kevo_workload *wd = &e->task->workloads[x->w];
-    json_t *o = json_object();
-    for (int i = 0; o && i < wd->n; i++) {
-        int64_t v = 0;
-        if (!kevo_eval_env_value(&x->env_ref, wd->names[i], &v))
-            json_object_set_new(o, wd->names[i], json_integer(v));
-    }
-    return o;
-}
-
 /* The workload's environments: sizes (reference), sizes + params (candidate). */
 static enum kevo_status wl_envs(struct kevo_ev *e, struct kevo_wl *x)
 {
