@@ -9,7 +9,7 @@
  *   eval: the fields of struct kevo_eval_req (worker/eval.h; docs/eval-json.md)
  *   calibrate: {"force":0|1}
  *   compile: {"path":..., "text":..., "params":[...]} (compile and load, resource report)
- *   check: {"path":..., "text":..., "lang":"cuda"|"c", "arch":...} (compile only, no
+ *   check: {"path":..., "text":..., "cand_path"?, "cand_text"?, "arch":...} (compile only, no
  *          device: what `kevo check` asks; any backend, "none" too, answers it)
  * Replies: {"id":N, "status":"ok"|<status name>, "message":..., "result":{...}}
  *   An eval's result is decoded on the controller's side by core/result.h.

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "ctl/run_llm.h"
+#include "core/result.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -210,9 +211,10 @@ static enum kevo_status replay_start(struct runctx *r)
 
     r->set.n_slots = (int)json_integer_value(json_object_get(rep, "workers"));
     r->set.calib = json_incref(json_object_get(rep, "calibration"));
-    r->loop.ref = json_pack("{s:s, s:O}", "verdict", "ok", "workloads",
-                       json_object_get(rep, "reference"));
-    if (!r->loop.ref)
+    /* the original's reference was ok (it ran); its workloads are what the run uses */
+    r->loop.ref = kevo_result_doc_new(KEVO_VERDICT_OK, NULL, NULL);
+    if (!r->loop.ref ||
+        json_object_set(r->loop.ref, "workloads", json_object_get(rep, "reference")))
         return KEVO_ERR_NOMEM;
     kevo_run_reference_set(r);
     return KEVO_OK;

@@ -22,6 +22,7 @@
 #include "ctl/run_state.h"
 #include "ctl/search.h"
 #include "ctl/steps.h"
+#include "core/result.h"
 #include "core/task.h"
 
 #include <jansson.h>
@@ -39,28 +40,36 @@
 
 /* ---- metrics of a result ---- */
 
+/* A figure as the archive and the search take it: a non-finite one (the result's "nan",
+ * "inf") reads 0, as unknown. */
+static double fin(double v)
+{
+    return isfinite(v) ? v : 0.0;
+}
+
 /* Geometric means over the visible workloads: the candidate's median time (its score),
  * its fraction of SOL, and its speedup over the reference's timed run. */
-static void summarize(const struct runctx *r, json_t *res, double *score, double *sol,
-                      double *speedup)
+static void summarize(const struct runctx *r, const struct kevo_result *res, double *score,
+                      double *sol, double *speedup)
 {
     double lt = 0, ls = 0, lu = 0;
     int n = 0, ns = 0, nu = 0;
-    size_t i;
-    json_t *w;
 
-    json_array_foreach(json_object_get(res, "workloads"), i, w) {
-        double t = json_number_value(json_object_get(json_object_get(w, "time"), "median_s"));
-        double f = json_number_value(json_object_get(w, "sol_fraction"));
-        int idx = (int)json_integer_value(json_object_get(w, "index"));
+    for (int i = 0; i < res->n_wl; i++) {
+        const struct kevo_result_wl *w = &res->wl[i];
+        double t = fin(w->time.median_s), f = fin(w->sol_fraction);
         if (!(t > 0))
             continue;
         lt += log(t);
         n++;
-        if (f > 0)
-            ls += log(f), ns++;
-        if (idx >= 0 && idx < r->loop.n_wl && r->loop.ref_median[idx] > 0)
-            lu += log(r->loop.ref_median[idx] / t), nu++;
+        if (f > 0) {
+            ls += log(f);
+            ns++;
+        }
+        if (w->index < r->loop.n_wl && r->loop.ref_median[w->index] > 0) {
+            lu += log(r->loop.ref_median[w->index] / t);
+            nu++;
+        }
     }
     *score = n ? exp(lt / n) : 0;
     *sol = ns ? exp(ls / ns) : 0;
@@ -68,32 +77,51 @@ static void summarize(const struct runctx *r, json_t *res, double *score, double
 }
 
 /* Per workload: index, median, sol fraction, GB/s, TFLOP/s; and the resources. */
-static char *metrics_text(json_t *res)
+static char *metrics_text(const struct kevo_result *res)
 {
-    json_t *m = json_object(), *wl = json_array(), *w;
-    size_t i;
-    json_array_foreach(json_object_get(res, "workloads"), i, w) {
-        json_t *t = json_object_get(w, "time");
-        json_array_append_new(
-            wl, json_pack("{s:O, s:f, s:f, s:f, s:f, s:f}", "index", json_object_get(w, "index"),
-                          "median_s", json_number_value(json_object_get(t, "median_s")),
-                          "noise", json_number_value(json_object_get(t, "noise")),
-                          "sol_fraction", json_number_value(json_object_get(w, "sol_fraction")),
-                          "gbps", json_number_value(json_object_get(w, "gbps")), "tflops",
-                          json_number_value(json_object_get(w, "tflops"))));
+    json_t *m = json_object(), *wl = json_array();
+    json_t *rs = json_object_get(res->doc, "resources");   /* stored whole */
+    char *s;
+
+    for (int i = 0; i < res->n_wl; i++) {
+        const struct kevo_result_wl *w = &res->wl[i];
+        json_array_append_new(wl, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "index", w->index,
+                                            "median_s", fin(w->time.median_s), "noise",
+                                            fin(w->time.noise), "sol_fraction",
+                                            fin(w->sol_fraction), "gbps", fin(w->gbps),
+                                            "tflops", fin(w->tflops)));
     }
     json_object_set_new(m, "workloads", wl);
-    json_t *rs = json_object_get(res, "resources");
     json_object_set(m, "resources", rs ? rs : json_null());
-    char *s = json_dumps(m, JSON_COMPACT);
+    s = json_dumps(m, JSON_COMPACT);
     json_decref(m);
     return s;
 }
 
-static const char *verdict_of(json_t *res)
+/*
+ * j's result decoded into *out. A document that does not decode (a worker that broke the
+ * protocol) is replaced by a `crash` naming why, so it is still recorded as a verdict.
+ */
+static enum kevo_status decode(struct job *j, struct kevo_result *out)
 {
-    const char *v = json_string_value(json_object_get(res, "verdict"));
-    return v ? v : "crash";
+    char *why = NULL;
+    enum kevo_status st = j->result ? kevo_result_decode(j->result, out, &why) : KEVO_ERR_PARSE;
+
+    if (st == KEVO_ERR_NOMEM || !st) {
+        kevo_free(why);
+        return st;
+    }
+    char *msg = kevo_strdupf("the worker's result cannot be read: %s",
+                             why ? why : "no result");
+    kevo_free(why);
+    json_decref(j->result);
+    j->result = kevo_result_doc_new(KEVO_VERDICT_CRASH, msg, NULL);
+    kevo_free(msg);
+    if (!j->result)
+        return KEVO_ERR_NOMEM;
+    st = kevo_result_decode(j->result, out, &why);
+    kevo_free(why);   /* a document kevo wrote itself decodes */
+    return st;
 }
 
 static int seen_key(void *user, const char *key)
@@ -295,20 +323,21 @@ static const char *op_name(const struct runctx *r, int op)
 static enum kevo_status handle(struct runctx *r, struct job *j)
 {
     double score = 0, sol = 0, speedup = 0;
-    const char *v = verdict_of(j->result);
-    int ok = strcmp(v, "ok") == 0, best = 0;
-    char *metrics = metrics_text(j->result), *res = json_dumps(j->result, JSON_COMPACT);
-    enum kevo_status st = metrics && res ? KEVO_OK : KEVO_ERR_NOMEM;
+    struct kevo_result rs;
+    enum kevo_status st = decode(j, &rs);
+    if (st)
+        return kevo_run_fail(r, st, "reading the result of candidate %lld", (long long)j->id);
+    enum kevo_verdict v = rs.verdict;
+    int ok = v == KEVO_VERDICT_OK, best = 0;
+    char *metrics = metrics_text(&rs), *res = json_dumps(j->result, JSON_COMPACT);
 
-    r->loop.busy_s += json_number_value(json_object_get(j->result, "request_s"));
+    st = metrics && res ? KEVO_OK : KEVO_ERR_NOMEM;
+    r->loop.busy_s += fin(rs.request_s);
     if (ok)
-        summarize(r, j->result, &score, &sol, &speedup);
+        summarize(r, &rs, &score, &sol, &speedup);
     ok = ok && score > 0;
-    enum kevo_verdict vk = KEVO_VERDICT_CRASH;   /* verdict_of's fallback for a name it lacks */
-    if (kevo_verdict_parse(v, &vk) != KEVO_OK)
-        vk = KEVO_VERDICT_CRASH;
     if (!st)
-        st = kevo_archive_cand_finish_step(r->ar, j->id, r->loop.cur_step, vk, score, sol, speedup,
+        st = kevo_archive_cand_finish_step(r->ar, j->id, r->loop.cur_step, v, score, sol, speedup,
                                            metrics, res);
     if (st)
         st = kevo_run_fail(r, st, "recording the verdict of candidate %lld: %s", (long long)j->id,
@@ -317,7 +346,7 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     r->loop.n_ok += ok;
     if (!st && ok) {
         struct kevo_desc d;
-        kevo_desc_of(&j->g, j->result, &d);
+        kevo_desc_of(&j->g, &rs, &d);
         json_t *dj = kevo_desc_json(&d, r->set.task->lang);
         char *ds = json_dumps(dj, JSON_COMPACT);
         st = kevo_archive_cand_place(r->ar, j->id, j->island, kevo_desc_cell(&d), ds ? ds : "{}");
@@ -336,11 +365,12 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     kevo_search_op_result(r->loop.s, j->op, ok, improved);
     kevo_run_llm_evaluated(r, j, op_name(r, j->op), v, score, ok, improved);
     kevo_search_tick(r->loop.s);
-    kevo_run_event(r, json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event", "eval", "id",
-                       (json_int_t)j->id, "op", op_name(r, j->op),
-                       "verdict", v, "score_s", score, "sol_fraction", sol, "speedup", speedup,
-                       "best", best, "message",
-                       ok ? NULL : json_string_value(json_object_get(j->result, "message"))));
+    kevo_run_event(r, json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event",
+                                "eval", "id", (json_int_t)j->id, "op", op_name(r, j->op),
+                                "verdict", kevo_verdict_name(v), "score_s", score,
+                                "sol_fraction", sol, "speedup", speedup, "best", best, "message",
+                                ok || !*rs.message ? NULL : rs.message));
+    kevo_result_clear(&rs);
     kevo_free(metrics);
     kevo_free(res);
     return st;
@@ -518,21 +548,29 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
         st = gate_eval(r, ids[i], &j);
         if (st)
             break;
+        struct kevo_result rs;
+        enum kevo_verdict v = KEVO_VERDICT_CRASH;   /* kevo's own failure: no result */
+        memset(&rs, 0, sizeof rs);
+        if (j->result) {
+            st = decode(j, &rs);
+            v = rs.verdict;
+        }
         char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
-        r->loop.busy_s += json_number_value(json_object_get(j->result, "request_s"));
-        st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
-                   : kevo_archive_eval_add(r->ar, ids[i], "holdout", res ? res : "{}");
-        const char *v = j->result ? verdict_of(j->result) : "crash";
+        r->loop.busy_s += fin(rs.request_s);
+        if (!st)
+            st = j->st ? kevo_run_fail(r, j->st, "%s", j->msg ? j->msg : "holdout evaluation failed")
+                       : kevo_archive_eval_add(r->ar, ids[i], "holdout", res ? res : "{}");
         kevo_run_event(r, json_pack("{s:s, s:I, s:s}", "event", "holdout", "id", (json_int_t)ids[i],
-                           "verdict", v));
-        if (!st && strcmp(v, "ok") == 0)
+                                    "verdict", kevo_verdict_name(v)));
+        if (!st && v == KEVO_VERDICT_OK)
             json_object_set_new(report, "final", json_pack("{s:I, s:s}", "id", (json_int_t)ids[i],
                                                            "holdout", "ok"));
         else if (!st)
             json_array_append_new(rejected, json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ids[i],
-                                                      "verdict", v, "message",
-                                                      json_string_value(json_object_get(
-                                                          j->result, "message"))));
+                                                      "verdict", kevo_verdict_name(v), "message",
+                                                      rs.message && *rs.message ? rs.message
+                                                                                : NULL));
+        kevo_result_clear(&rs);
         kevo_free(res);
         kevo_run_job_free(j);
         if (json_object_get(report, "final"))

@@ -11,6 +11,7 @@
 #include "ctl/run_llm.h"
 
 #include "base/mem.h"
+#include "core/result.h"
 #include "ctl/llm.h"
 #include "ctl/prompt.h"
 #include "ctl/reply.h"
@@ -39,7 +40,8 @@ struct hashset {                       /* prompt hashes (a run asks hundreds, no
 
 struct recent {                        /* one recent verdict */
     int64_t id, parent;
-    char op[32], verdict[32];
+    char op[32];
+    enum kevo_verdict verdict;
     double score;
     int fixed;                         /* already given to the fix operator */
 };
@@ -243,7 +245,7 @@ struct kevo_llm_call *kevo_run_llm_take(struct runctx *r, int64_t sub)
 /* ---- recent verdicts ---- */
 
 static void note(struct runctx *r, int64_t id, int64_t parent, const char *op,
-                 const char *verdict, double score)
+                 enum kevo_verdict verdict, double score)
 {
     struct recent *e = &r->llm->recent[r->llm->n_recent++ % RECENT];
     e->id = id;
@@ -251,11 +253,11 @@ static void note(struct runctx *r, int64_t id, int64_t parent, const char *op,
     e->score = score;
     e->fixed = 0;
     snprintf(e->op, sizeof e->op, "%s", op ? op : "?");
-    snprintf(e->verdict, sizeof e->verdict, "%s", verdict ? verdict : "?");
+    e->verdict = verdict;
 }
 
 void kevo_run_llm_evaluated(struct runctx *r, const struct job *j, const char *op,
-                            const char *verdict, double score, int ok, int improved)
+                            enum kevo_verdict verdict, double score, int ok, int improved)
 {
     struct kevo_cand_rec c;
     int64_t parent;
@@ -282,7 +284,7 @@ static char *siblings(struct runctx *r, int64_t p)
         if (e->parent != p)
             continue;
         /* no ids: they differ between archives, and a prompt must not (the cache) */
-        if (kevo_buf_addf(&b, "- %s: %s", e->op, e->verdict) != KEVO_OK)
+        if (kevo_buf_addf(&b, "- %s: %s", e->op, kevo_verdict_name(e->verdict)) != KEVO_OK)
             break;
         if (e->score > 0 && kevo_buf_addf(&b, ", %.4g us", e->score * 1e6) != KEVO_OK)
             break;
@@ -299,7 +301,7 @@ static int64_t failed_parent(struct runctx *r)
     int total = r->llm->n_recent < RECENT ? r->llm->n_recent : RECENT;
     for (int k = 1; k <= total; k++) {
         struct recent *e = &r->llm->recent[(r->llm->n_recent - k) % RECENT];
-        if (strcmp(e->verdict, "ok") != 0 && !e->fixed && e->id) {
+        if (e->verdict != KEVO_VERDICT_OK && !e->fixed && e->id) {
             e->fixed = 1;   /* one fix attempt per failure */
             return e->id;
         }
@@ -679,8 +681,8 @@ static enum kevo_status unparsable(struct runctx *r, const struct kevo_llm_call 
         nothing_new(r, c);
         return KEVO_OK;
     }
-    json_t *res = json_pack("{s:s, s:s, s:{s:s}}", "verdict", "compile_error", "message", msg,
-                            "evidence", "message", msg);
+    json_t *res = kevo_result_doc_new(KEVO_VERDICT_COMPILE_ERROR, msg,
+                                      json_pack("{s:s}", "message", msg));
     char *rs = res ? json_dumps(res, JSON_COMPACT) : NULL;
     if (!st)
         st = kevo_archive_cand_finish(r->ar, *id, KEVO_VERDICT_COMPILE_ERROR, 0, 0, 0, "{}",
@@ -692,10 +694,10 @@ static enum kevo_status unparsable(struct runctx *r, const struct kevo_llm_call 
     kevo_search_op_proposed(r->loop.s, r->llm->op_at[c->op]);
     kevo_search_op_result(r->loop.s, r->llm->op_at[c->op], 0, 0);
     kevo_llmops_model_result(r->llm->calls, c->model, 0, 0);
-    note(r, *id, c->parent1, kevo_llmop_names[c->op], "compile_error", 0);
+    note(r, *id, c->parent1, kevo_llmop_names[c->op], KEVO_VERDICT_COMPILE_ERROR, 0);
     kevo_run_event(r, json_pack("{s:s, s:I, s:s, s:s, s:s}", "event", "eval", "id",
                                 (json_int_t)*id, "op", kevo_llmop_names[c->op], "verdict",
-                                "compile_error", "message", msg));
+                                kevo_verdict_name(KEVO_VERDICT_COMPILE_ERROR), "message", msg));
     return st ? kevo_run_fail(r, st, "recording a candidate: %s", kevo_archive_errmsg(r->ar))
               : KEVO_OK;
 }

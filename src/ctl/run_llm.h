@@ -31,7 +31,7 @@ KEVO_NODISCARD enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job
 /* An evaluation was handled: its model's score and the recent verdicts the prompts and
  * the fix operator read. */
 void kevo_run_llm_evaluated(struct runctx *r, const struct job *j, const char *op,
-                            const char *verdict, double score, int ok, int improved);
+                            enum kevo_verdict verdict, double score, int ok, int improved);
 /* Calls submitted and not yet handled. */
 int kevo_run_llm_outstanding(const struct runctx *r);
 /* What the calls cost so far, as the controller settled it (*out); 0 without models. */

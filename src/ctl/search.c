@@ -6,6 +6,7 @@
 #include "ctl/search.h"
 #include "base/mem.h"
 
+#include <limits.h>
 #include <string.h>
 
 /* ---- descriptors ---- */
@@ -55,19 +56,15 @@ static const char *const w_tc[] = { "mma.sync", "wmma::", "wgmma", "mma_sync", "
 static const char *const w_simd[] = { "omp simd", "omp parallel for simd", "_mm", "__m128",
                                       "__m256", "__m512", NULL };
 
-static int max_regs(json_t *result)
+static int max_regs(const struct kevo_result *result)
 {
-    json_t *r;
-    size_t i;
-    int m = 0;
-    json_array_foreach(json_object_get(result, "resources"), i, r) {
-        int v = (int)json_integer_value(json_object_get(r, "regs"));
-        m = v > m ? v : m;
-    }
-    return m;
+    int64_t m = 0;
+    for (int i = 0; result && i < result->n_res; i++)
+        m = result->res[i].regs > m ? result->res[i].regs : m;
+    return m > INT_MAX ? INT_MAX : (int)m;
 }
 
-static void desc_cuda(const char *t, json_t *result, struct kevo_desc *d)
+static void desc_cuda(const char *t, const struct kevo_result *result, struct kevo_desc *d)
 {
     int regs = max_regs(result);
     d->mem = any_of(t, w_async) ? 3 : strstr(t, "__shared__") ? 2 : any_of(t, w_vec) ? 1 : 0;
@@ -83,7 +80,8 @@ static void desc_c(const struct kevo_genome *g, const char *t, struct kevo_desc 
     d->res = g->n_params ? g->choice[0] * KEVO_DESC_RES / g->n_values[0] : 0;
 }
 
-void kevo_desc_of(const struct kevo_genome *g, json_t *result, struct kevo_desc *out)
+void kevo_desc_of(const struct kevo_genome *g, const struct kevo_result *result,
+                  struct kevo_desc *out)
 {
     char *t = strip_comments(g->text, g->len);
 

@@ -11,6 +11,7 @@
 #ifndef KEVO_SEARCH_H
 #define KEVO_SEARCH_H
 
+#include "core/result.h"
 #include "ctl/genome.h"
 #include "kevo.h"
 #include "core/task.h"
@@ -36,7 +37,8 @@ struct kevo_desc {
 };
 
 /* Descriptors of a candidate: its text (genome g) and its eval result (resources). */
-void kevo_desc_of(const struct kevo_genome *g, json_t *result, struct kevo_desc *out);
+void kevo_desc_of(const struct kevo_genome *g, const struct kevo_result *result,
+                  struct kevo_desc *out);
 int kevo_desc_cell(const struct kevo_desc *d);
 /* {"mem": "shared", "comp": "shuffle", "res": "regs<=64"} (new reference). */
 json_t *kevo_desc_json(const struct kevo_desc *d, enum kevo_lang lang);

@@ -23,6 +23,7 @@
 #include "ctl/evalreq.h"
 #include "ctl/pool.h"
 #include "ctl/run.h"
+#include "core/result.h"
 #include "core/sol.h"
 
 #include <jansson.h>
@@ -352,12 +353,6 @@ static enum kevo_status open_workers(struct runctx *r)
     return r->set.sol ? KEVO_OK : KEVO_ERR_NOMEM;
 }
 
-static const char *verdict_of(json_t *res)
-{
-    const char *v = json_string_value(json_object_get(res, "verdict"));
-    return v ? v : "crash";
-}
-
 /* Time the reference once: its medians give every candidate's speedup. */
 static enum kevo_status reference(struct runctx *r)
 {
@@ -372,13 +367,22 @@ static enum kevo_status reference(struct runctx *r)
         kevo_free(msg);
         return st;
     }
-    r->loop.busy_s += json_number_value(json_object_get(r->loop.ref, "request_s"));
-    if (strcmp(verdict_of(r->loop.ref), "ok") != 0)
-        return kevo_run_fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
-                    r->set.task_path, verdict_of(r->loop.ref),
-                    json_string_value(json_object_get(r->loop.ref, "message")));
-    kevo_run_reference_set(r);
-    return KEVO_OK;
+    struct kevo_result rs;
+    st = kevo_result_decode(r->loop.ref, &rs, &msg);
+    if (st) {
+        st = kevo_run_fail(r, st, "%s: the reference's result: %s", r->set.task_path,
+                           msg ? msg : kevo_status_name(st));
+        kevo_free(msg);
+        return st;
+    }
+    r->loop.busy_s += isfinite(rs.request_s) ? rs.request_s : 0.0;
+    if (rs.verdict != KEVO_VERDICT_OK)
+        st = kevo_run_fail(r, KEVO_ERR_INVALID, "%s: the task's reference is not ok (%s): %s",
+                           r->set.task_path, kevo_verdict_name(rs.verdict), rs.message);
+    kevo_result_clear(&rs);
+    if (!st)
+        kevo_run_reference_set(r);
+    return st;
 }
 
 /* Rebuild the search state of a resumed run from the archive: every ok candidate placed

@@ -151,8 +151,12 @@ static void test_descriptors(void **state)
     struct kevo_desc d;
     (void)state;
     genome(&g, CAND);
-    json_t *res = json_pack("{s:[{s:i}]}", "resources", "regs", 40);
-    kevo_desc_of(&g, res, &d);
+    json_t *res = json_pack("{s:s, s:[{s:i}]}", "verdict", "ok", "resources", "regs", 40);
+    struct kevo_result rs;
+    char *why = NULL;
+    assert_int_equal(kevo_result_decode(res, &rs, &why), KEVO_OK);
+    kevo_desc_of(&g, &rs, &d);
+    kevo_result_clear(&rs);
     assert_int_equal(d.mem, 1);     /* float4 in code; __shared__ only in a comment */
     assert_int_equal(d.comp, 0);
     assert_int_equal(d.res, 1);     /* 40 registers */
