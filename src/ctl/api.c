@@ -219,9 +219,10 @@ static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, c
     size_t len;
 
     if (kevo_candidate_load(task, path, &cand, &perr) != KEVO_OK) {
-        /* the shape `kevo eval --json` has always given a file that does not parse */
-        res = json_pack("{s:s, s:s}", "verdict", kevo_verdict_name(KEVO_VERDICT_COMPILE_ERROR),
-                        "message", perr ? perr : "?");
+        /* docs/eval-json.md: a file that does not parse is a compile_error whose evidence
+         * is the parser's message */
+        res = kevo_result_doc_new(KEVO_VERDICT_COMPILE_ERROR, perr ? perr : "?",
+                                  json_pack("{s:s}", "message", perr ? perr : "?"));
         goto out;
     }
     if (kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, out_msg) != KEVO_OK ||
