@@ -459,6 +459,55 @@ static void test_worker_dispatch(void **state)
     assert_int_equal(child_wait(&c), 0);   /* request pipe closed: a clean exit */
 }
 
+/* A compile-only worker (`kevo check`): no backend, the check op with the compiler of
+ * each language; anything needing a device is refused with the reason. */
+static void test_worker_check_without_backend(void **state)
+{
+    (void)state;
+    static const char *const args[] = { "--backend", "none" };
+    static const char task[] = "// kevo task   t\n// kevo size   N=8\n"
+                               "// kevo input  x f32[N] normal(0,1)\n// kevo output y f32[N]\n"
+                               "// kevo bytes  8*N\n// kevo call   f(x, y, N)\n"
+                               "void f(const float *x, float *y, int n)\n"
+                               "{ for (int i = 0; i < n; i++) y[i] = x[i]; }\n";
+    static const char bad[] = "// kevo call   g(x, y, N)\n"
+                              "void g(const float *x, float *y, int n) { oops; }\n";
+    static const char cu_task[] = "// kevo task   t\n// kevo size   N=8\n"
+                                  "// kevo input  x f32[N] normal(0,1)\n"
+                                  "// kevo output y f32[N]\n// kevo bytes  8*N\n"
+                                  "// kevo launch f grid=1 block=32 (x, y, N)\n"
+                                  "extern \"C\" __global__ void f(const float *x, float *y, int n)\n"
+                                  "{ int i = threadIdx.x; if (i < n) y[i] = x[i]; }\n";
+    struct child c;
+    json_t *r, *res;
+
+    child_start(&c, args, 2);
+    r = child_call(&c, json_pack("{s:i, s:s, s:s, s:s}", "id", 1, "op", "check", "path", "t.c",
+                                 "text", task));
+    assert_string_equal(sfield(r, "status"), "ok");
+    assert_true(json_is_true(json_object_get(json_object_get(r, "result"), "ok")));
+    json_decref(r);
+    r = child_call(&c, json_pack("{s:i, s:s, s:s, s:s, s:s, s:s}", "id", 2, "op", "check",
+                                 "path", "t.c", "text", task, "cand_path", "g.c", "cand_text",
+                                 bad));
+    assert_string_equal(sfield(r, "status"), "ok");   /* a compile error is data */
+    res = json_object_get(r, "result");
+    assert_true(json_is_false(json_object_get(res, "ok")));
+    assert_non_null(strstr(sfield(res, "log"), "oops"));
+    json_decref(r);
+    r = child_call(&c, json_pack("{s:i, s:s, s:s, s:s, s:s}", "id", 3, "op", "check", "path",
+                                 "t.cu", "text", cu_task, "arch", "sm_90a"));   /* NVRTC, no GPU */
+    assert_string_equal(sfield(r, "status"), "ok");
+    assert_true(json_is_true(json_object_get(json_object_get(r, "result"), "ok")));
+    json_decref(r);
+    r = child_call(&c, json_pack("{s:i, s:s, s:s, s:s, s:s}", "id", 4, "op", "compile", "path",
+                                 "t.c", "text", task, "cand_path", "g.c"));
+    assert_string_not_equal(sfield(r, "status"), "ok");   /* needs a backend it has not */
+    assert_non_null(strstr(sfield(r, "message"), "no backend"));
+    json_decref(r);
+    assert_int_equal(child_wait(&c), 0);
+}
+
 /* A length the worker cannot skip ends it: the stream has lost its place. */
 static void test_worker_exits_on_bad_frame(void **state)
 {
@@ -504,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_recv_until_partial_pieces),
         cmocka_unit_test(test_recv_until_stalls_mid_message),
         cmocka_unit_test(test_worker_dispatch),
+        cmocka_unit_test(test_worker_check_without_backend),
         cmocka_unit_test(test_worker_exits_on_bad_frame),
         cmocka_unit_test(test_worker_bad_options),
     };
