@@ -99,7 +99,13 @@ static enum kevo_status verdict_decode(json_t *o, const char *where, enum kevo_v
     return KEVO_OK;
 }
 
-static enum kevo_status wl_decode(json_t *w, int i, struct kevo_result_wl *out, char **out_msg)
+/*
+ * One workload. Its verdict may be missing only where the document's own is not ok: the
+ * worker leaves the workload it was on open when the device is lost mid-phase (eval.c
+ * phase_verify), and the document's verdict (crash) is then the workload's too.
+ */
+static enum kevo_status wl_decode(json_t *w, int i, enum kevo_verdict doc_verdict,
+                                  struct kevo_result_wl *out, char **out_msg)
 {
     json_t *idx = json_object_get(w, "index");
     char where[48];
@@ -109,7 +115,9 @@ static enum kevo_status wl_decode(json_t *w, int i, struct kevo_result_wl *out, 
         json_integer_value(idx) > INT_MAX)
         return bad(out_msg, "eval result: %sindex: missing or not an integer >= 0", where);
     out->index = (int)json_integer_value(idx);
-    if (verdict_decode(w, where, &out->verdict, out_msg) != KEVO_OK)
+    if (doc_verdict != KEVO_VERDICT_OK && !json_object_get(w, "verdict"))
+        out->verdict = doc_verdict;
+    else if (verdict_decode(w, where, &out->verdict, out_msg) != KEVO_OK)
         return KEVO_ERR_PARSE;
     out->holdout = json_is_true(json_object_get(w, "holdout"));
     out->message = str(w, "message");
@@ -157,7 +165,8 @@ static enum kevo_status arrays_decode(json_t *doc, struct kevo_result *r, char *
     }
     r->n_wl = (int)n_wl;
     for (int i = 0; i < r->n_wl; i++)
-        if (wl_decode(json_array_get(wls, (size_t)i), i, &r->wl[i], out_msg) != KEVO_OK)
+        if (wl_decode(json_array_get(wls, (size_t)i), i, r->verdict, &r->wl[i], out_msg) !=
+            KEVO_OK)
             return KEVO_ERR_PARSE;
     /* resources decide nothing: an entry that is not an object reads as all defaults */
     if (n_res) {

@@ -7,7 +7,9 @@
  *
  * Decoding is strict about what the controller decides on (the verdict must be one of
  * enum kevo_verdict; a workload's index must be an integer) and lenient about figures (a
- * missing or non-numeric figure reads 0, "nan"/"inf" strings read as NaN/Inf).
+ * missing or non-numeric figure reads 0, "nan"/"inf" strings read as NaN/Inf). A workload
+ * without a verdict in a document that is not ok (the one the worker was on when the
+ * device was lost) reads as having the document's verdict.
  * Pure; thread-safe (no state beyond the caller's).
  */
 #ifndef KEVO_RESULT_H

@@ -113,10 +113,14 @@ static enum kevo_status decode(struct job *j, struct kevo_result *out)
     }
     char *msg = kevo_strdupf("the worker's result cannot be read: %s",
                              why ? why : "no result");
+    json_t *rq = json_incref(json_object_get(j->result, "request_s"));   /* its time counts */
     kevo_free(why);
     json_decref(j->result);
     j->result = kevo_result_doc_new(KEVO_VERDICT_CRASH, msg, NULL);
     kevo_free(msg);
+    if (j->result && rq)
+        json_object_set(j->result, "request_s", rq);
+    json_decref(rq);
     if (!j->result)
         return KEVO_ERR_NOMEM;
     st = kevo_result_decode(j->result, out, &why);
@@ -369,7 +373,8 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
                                 "eval", "id", (json_int_t)j->id, "op", op_name(r, j->op),
                                 "verdict", kevo_verdict_name(v), "score_s", score,
                                 "sol_fraction", sol, "speedup", speedup, "best", best, "message",
-                                ok || !*rs.message ? NULL : rs.message));
+                                ok ? NULL : json_string_value(json_object_get(rs.doc,
+                                                                              "message"))));
     kevo_result_clear(&rs);
     kevo_free(metrics);
     kevo_free(res);
@@ -553,7 +558,8 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
         memset(&rs, 0, sizeof rs);
         if (j->result) {
             st = decode(j, &rs);
-            v = rs.verdict;
+            if (!st)
+                v = rs.verdict;
         }
         char *res = j->result ? json_dumps(j->result, JSON_COMPACT) : NULL;
         r->loop.busy_s += fin(rs.request_s);
@@ -568,8 +574,8 @@ static enum kevo_status holdout_gate(struct runctx *r, json_t *report)
         else if (!st)
             json_array_append_new(rejected, json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ids[i],
                                                       "verdict", kevo_verdict_name(v), "message",
-                                                      rs.message && *rs.message ? rs.message
-                                                                                : NULL));
+                                                      json_string_value(json_object_get(
+                                                          rs.doc, "message"))));
         kevo_result_clear(&rs);
         kevo_free(res);
         kevo_run_job_free(j);
@@ -704,10 +710,12 @@ static enum kevo_status setup(struct runctx *r)
     enum kevo_status st = open_archive(r, r->o->archive);
 
     if (!st)
-        st = r->steps->open(r);   /* the task, the options, a new run's seeds */
+        st = r->steps->open(r);   /* the task and the options */
     o = r->o;
     if (!st)
         st = new_search(r);   /* checks the search options before the run exists */
+    if (!st && r->steps->check)
+        st = r->steps->check(r);   /* a new run's seeds */
     if (!st)
         st = kevo_run_llm_prepare(r);
     if (st)

@@ -10,6 +10,7 @@
  */
 #include "ctl/run_llm.h"
 
+#include "base/log.h"
 #include "base/mem.h"
 #include "core/result.h"
 #include "ctl/llm.h"
@@ -473,6 +474,14 @@ static int live_source(struct runctx *r, struct kevo_llm_call *c)
     return !r->o->offline;
 }
 
+/* The source booked a call on its original's record: only such a source has differs(). */
+static enum kevo_status differs(struct runctx *r, const char *hash, enum kevo_llm_op op,
+                                int cap_refused)
+{
+    KEVO_ASSERT(r->steps->differs);
+    return r->steps->differs(r, r->llm->submitted, hash, kevo_llmop_names[op], cap_refused);
+}
+
 static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
 {
     enum kevo_steps_book src = KEVO_STEPS_BOOK_LIVE;
@@ -509,7 +518,7 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     st = kevo_llmops_submit(r->llm->calls, c);
     if (st == KEVO_ERR_TOOBIG) {
         if (src == KEVO_STEPS_BOOK_ORIGINAL)   /* the original made it: its cap let it pass */
-            return r->steps->differs(r, r->llm->submitted, hash, kevo_llmop_names[op], 1);
+            return differs(r, hash, op, 1);
         /* with calls in flight, their reserves come back: wait; without, the cap is met */
         if (!r->llm->outstanding) {
             r->llm->refused = 1;
@@ -521,7 +530,7 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
     if (!st)
         r->llm->outstanding++;
     if (!st && src == KEVO_STEPS_BOOK_NONE)   /* the original made no such call */
-        st = r->steps->differs(r, r->llm->submitted, hash, kevo_llmop_names[op], 0);
+        st = differs(r, hash, op, 0);
     return st;
 }
 
@@ -776,6 +785,7 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
     int64_t id = 0;
     enum kevo_status st = KEVO_OK;
 
+    KEVO_ASSERT(r->llm);   /* a call came back: the run has LLM operators */
     r->llm->outstanding--;
     kevo_llmops_settle(r->llm->calls, c);   /* its cost counts from this step on */
     if (strcmp(c->reply.status, "ok") != 0) {

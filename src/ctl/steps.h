@@ -29,9 +29,12 @@ struct kevo_steps_ops {
     int recorded;                  /* 1: results and replies come from a record: nothing is
                                       spent, no worker runs */
     /* Open the source: the task's text, path and parse (r->set), the run's config
-     * (r->set.cfg) when the run already exists, this session's options (r->set.eff, r->o)
-     * and, for a new run, the seeds (r->set.seeds). Before the run is created. */
+     * (r->set.cfg) when the run already exists, and this session's options (r->set.eff,
+     * r->o). Before the run is created. */
     KEVO_NODISCARD enum kevo_status (*open)(struct runctx *r);
+    /* (optional) Once the search is configured, before the run is created: what must fail
+     * the command rather than a run (a new run's seeds, parsed into r->set.seeds). */
+    KEVO_NODISCARD enum kevo_status (*check)(struct runctx *r);
     /* The workers, once the run exists: r->set.calib, sol and n_slots. */
     KEVO_NODISCARD enum kevo_status (*start)(struct runctx *r);
     /* Before the search: the reference's result (kevo_run_reference_set), a resumed run's
@@ -53,8 +56,9 @@ struct kevo_steps_ops {
      * answer comes from. KEVO_ERR_DIVERGED when a replay's call asks another prompt. */
     KEVO_NODISCARD enum kevo_status (*book)(struct runctx *r, struct kevo_llm_call *c,
                                             enum kevo_steps_book *out);
-    /* (optional) KEVO_ERR_DIVERGED, with the message: call sub was refused by the cost cap
-     * where the original's passed (cap_refused 1), or made where the original made none. */
+    /* (optional: required of a source whose book() answers ORIGINAL or NONE)
+     * KEVO_ERR_DIVERGED, with the message: call sub was refused by the cost cap where the
+     * original's passed (cap_refused 1), or made where the original made none. */
     KEVO_NODISCARD enum kevo_status (*differs)(struct runctx *r, int64_t sub,
                                                const char *prompt_hash, const char *op,
                                                int cap_refused);

@@ -435,11 +435,14 @@ static enum kevo_status live_open(struct runctx *r)
         st = kevo_run_parse_task(r);
     if (!st)
         effective_opts(r);
-    /* a new run's seeds are parsed before anything is created, so a bad seed fails the
-     * command with its file, line and column */
-    if (!st && !r->o->resume)
-        st = seed_genomes(r, &r->set.seeds, &r->set.n_seeds);
     return st;
+}
+
+/* A new run's seeds are parsed before anything is created, so a bad seed fails the
+ * command with its file, line and column. */
+static enum kevo_status live_check(struct runctx *r)
+{
+    return r->o->resume ? KEVO_OK : seed_genomes(r, &r->set.seeds, &r->set.n_seeds);
 }
 
 static enum kevo_status live_begin(struct runctx *r)
@@ -521,6 +524,7 @@ const struct kevo_steps_ops kevo_steps_live = {
     .name = "live",
     .recorded = 0,
     .open = live_open,
+    .check = live_check,
     .start = open_workers,
     .begin = live_begin,
     .send = live_send,

@@ -222,6 +222,31 @@ static void test_refused(void **state)
     assert_clear(&r);
 }
 
+/* The device was lost mid-workload (eval.c phase_verify): the worker's crash leaves that
+ * workload without a verdict; it reads as the document's, and the rest is kept. */
+static void test_device_lost_workload(void **state)
+{
+    (void)state;
+    struct kevo_result r;
+    char *msg = NULL;
+    json_t *doc = json_loads("{\"verdict\": \"crash\", \"message\": \"the device context was "
+                             "lost\", \"workloads\": [{\"index\": 0, \"verdict\": \"ok\"}, "
+                             "{\"index\": 1, \"sizes\": {\"N\": 7}}], \"request_s\": 0.5}",
+                             0, NULL);
+
+    assert_non_null(doc);
+    assert_int_equal(kevo_result_decode(doc, &r, &msg), KEVO_OK);
+    assert_null(msg);
+    assert_int_equal(r.verdict, KEVO_VERDICT_CRASH);
+    assert_int_equal(r.n_wl, 2);
+    assert_int_equal(r.wl[0].verdict, KEVO_VERDICT_OK);
+    assert_int_equal(r.wl[1].verdict, KEVO_VERDICT_CRASH);
+    assert_string_equal(r.message, "the device context was lost");
+    assert_true(r.request_s == 0.5);
+    kevo_result_clear(&r);
+    json_decref(doc);
+}
+
 static void test_nonfinite_and_lenient(void **state)
 {
     (void)state;
@@ -346,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_ok_document),
         cmocka_unit_test(test_every_verdict),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_device_lost_workload),
         cmocka_unit_test(test_nonfinite_and_lenient),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_clear_and_wl_at),
