@@ -1,7 +1,8 @@
 /*
  * common - what the command files of the kevo program share (cli.h): the usage text,
  * option values, the eval options every evaluating command takes, and reading the JSON
- * documents of the public API. Below kevo.c and run_cmd.c, which both use it.
+ * documents of the public API and the config file. Below kevo.c, run_cmd.c and models_cmd.c,
+ * which use it.
  */
 #include "kevo.h"
 #include "cli.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cli_usage_text[] =
     "usage: kevo COMMAND [ARGS]\n"
@@ -29,6 +31,13 @@ const char cli_usage_text[] =
     "      [eval options]                evolve faster candidates (docs/search.md)\n"
     "  runs [ID] [--archive PATH] [--json]  the runs in the archive, or one run's report\n"
     "  export ID --out DIR [--archive PATH]  the run's best kernel as standalone files\n"
+    "  models check [--model SPEC]... [--config FILE] [--prices FILE] [--json]\n"
+    "                                    one tiny request per LLM model: does it work?\n"
+    "  llm pending RUN [--archive PATH] [--out FILE]   the calls an offline run could not\n"
+    "                                    make, as JSON lines (docs/llm.md, air-gapped)\n"
+    "  llm answer FILE [--out FILE] [--cost-cap X] [--prices FILE] [--llm-concurrency N]\n"
+    "                                    make those calls where there is a network\n"
+    "  llm import FILE [--archive PATH]  store the replies; kevo run --resume uses them\n"
     "  calibrate [--device N] [--backend cpu|cuda] [--force] [--json]\n"
     "                                    measure bandwidth and peaks of this device\n"
     "  version                           print the version\n"
@@ -151,4 +160,109 @@ int cli_eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
     }
     (*i)++;
     return 1;
+}
+
+/*
+ * models[i] of a config file written as an object, {"spec": "openai:o3", "max_output":
+ * 64000, "reasoning_effort": "high", "extra": {"top_p": 0.9}}: the same model as a spec
+ * string whose "?" settings are the other members (docs/llm.md "Model settings"), each
+ * value %-escaped where the spec's syntax needs it, put in its place in the array (the
+ * library checks the settings). Returns 0, or -1 after saying why.
+ */
+static int config_model_spec(const char *path, json_t *models, size_t i)
+{
+    json_t *obj = json_array_get(models, i), *val;
+    const char *spec = json_string_value(json_object_get(obj, "spec")), *key;
+    char *text = NULL, sep;
+    size_t n = 0;
+    FILE *f;
+
+    if (!spec) {
+        fprintf(stderr, "kevo: %s: models[%zu]: a model object needs \"spec\"\n", path, i);
+        return -1;
+    }
+    f = open_memstream(&text, &n);
+    if (!f)
+        return -1;
+    fputs(spec, f);
+    sep = strchr(spec, '?') ? '&' : '?';
+    json_object_foreach(obj, key, val) {
+        char *v = json_is_string(val) ? strdup(json_string_value(val))
+                  : json_dumps(val, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+        if (strcmp(key, "spec") == 0 || !v) {
+            free(v);
+            continue;
+        }
+        fprintf(f, "%c%s=", sep, key);
+        sep = '&';
+        for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+            if (*p == '%' || *p == '&' || *p <= 0x20 || *p >= 0x7f)
+                fprintf(f, "%%%02X", *p);
+            else
+                fputc(*p, f);
+        }
+        free(v);
+    }
+    fclose(f);
+    json_array_set_new(models, i, json_string(text ? text : spec));
+    free(text);
+    return 0;
+}
+
+/*
+ * The config file of run and models check ($KEVO_CONFIG, else ~/.config/kevo/config.json
+ * when it exists, or --config FILE): {"models": ["openai:gpt-5", {"spec": "openai:o3",
+ * "max_output": 64000}, ...], "llm_concurrency": 4, "cost_cap": 5.0,
+ * "prices": "path", "prompts": "dir", "archive": "path"}. Command-line options win; the
+ * strings stay in *keep (decref it after the run); models has room for 64. Returns 0, or
+ * -1 after saying why.
+ */
+int cli_load_config(const char *path, struct kevo_run_opts *o, const char **models,
+                    json_t **keep)
+{
+    char def[4096];
+    const char *home = getenv("HOME"), *env = getenv("KEVO_CONFIG");
+    json_error_t e;
+
+    *keep = NULL;
+    if (!path && env && *env)
+        path = env;
+    if (!path && home) {
+        snprintf(def, sizeof def, "%s/.config/kevo/config.json", home);
+        if (access(def, F_OK) != 0)
+            return 0;
+        path = def;
+    }
+    if (!path)
+        return 0;
+    json_t *c = json_load_file(path, 0, &e);
+    if (!c || !json_is_object(c)) {
+        fprintf(stderr, "kevo: %s:%d: %s\n", path, e.line, c ? "not a JSON object" : e.text);
+        json_decref(c);
+        return -1;
+    }
+    json_t *m = json_object_get(c, "models"), *v;
+    size_t i;
+    if (!o->n_models && json_is_array(m))
+        json_array_foreach(m, i, v) {
+            if (json_is_object(v) && config_model_spec(path, m, i) < 0) {
+                json_decref(c);
+                return -1;
+            }
+            v = json_array_get(m, i);
+            if (json_is_string(v) && o->n_models < 64)
+                models[o->n_models++] = json_string_value(v);
+        }
+    if (!o->llm_concurrency && json_is_integer(json_object_get(c, "llm_concurrency")))
+        o->llm_concurrency = (int)json_integer_value(json_object_get(c, "llm_concurrency"));
+    if (!o->cost_cap && json_is_number(json_object_get(c, "cost_cap")))
+        o->cost_cap = json_number_value(json_object_get(c, "cost_cap"));
+    if (!o->prices)
+        o->prices = json_string_value(json_object_get(c, "prices"));
+    if (!o->prompts_dir)
+        o->prompts_dir = json_string_value(json_object_get(c, "prompts"));
+    if (!o->archive)
+        o->archive = json_string_value(json_object_get(c, "archive"));
+    *keep = c;
+    return 0;
 }

@@ -481,6 +481,10 @@ int main(int argc, char **argv)
         return cli_cmd_runs(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cli_cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "models") == 0)
+        return cli_cmd_models(argc - 2, argv + 2);
+    if (strcmp(cmd, "llm") == 0)
+        return cli_cmd_llm(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "calibrate") == 0)

@@ -98,11 +98,64 @@ static void on_event(void *user, const char *text)
                cli_str(e, "task", "?"), cli_str(e, "backend", "?"), (int)cli_num(e, "budget"),
                (int)cli_num(e, "workers"), cli_num(e, "workers") == 1 ? "" : "s",
                json_is_true(json_object_get(e, "resumed")) ? " (resumed)" : "");
+    else if (strcmp(kind, "llm_check") == 0 && json_is_true(json_object_get(e, "ok")))
+        printf("model %s: ok (%.1f s)\n", cli_str(e, "model", "?"), cli_num(e, "latency_s"));
+    else if (strcmp(kind, "llm_check") == 0)
+        printf("model %s: FAIL %s; not used in this session\n", cli_str(e, "model", "?"),
+               cli_str(e, "diagnosis", "?"));
+    else if (strcmp(kind, "llm") == 0 && !strcmp(cli_str(e, "status", ""), "imported") &&
+             json_object_get(e, "replies"))   /* the summary, not a call of an imported reply */
+        printf("imported replies: %d used first, %d wait for the next session\n",
+               (int)cli_num(e, "replies"), (int)cli_num(e, "waiting"));
     else if (strcmp(kind, "holdout") == 0) {
         clear_status(s);
         printf("held-out gate: cand %d %s\n", (int)cli_num(e, "id"), cli_str(e, "verdict", "?"));
     }
     json_decref(e);
+}
+
+/* A reply came back (made now, from the cache, imported; a replay's too)? */
+static int reply_status(const char *k)
+{
+    if (!strncmp(k, "replay: ", 8))
+        k += 8;
+    return !strcmp(k, "ok") || !strcmp(k, "cached") || !strcmp(k, "imported");
+}
+
+/* What each LLM model did ("llm_models" of a report or of `kevo runs ID --json`). */
+static void print_llm_models(json_t *models)
+{
+    size_t i;
+    json_t *m;
+
+    if (!json_array_size(models))
+        return;
+    printf("LLM models:\n  %-40s %14s  %-31s %10s  %s\n", "model", "calls ok/other",
+           "tokens in/cached/out/reasoning", "cost", "cands/ok/improved");
+    json_array_foreach(models, i, m) {
+        json_t *calls = json_object_get(m, "calls"), *t = json_object_get(m, "tokens"), *n;
+        const char *k;
+        char cost[32] = "-", tok[96], ok[32];
+        int good = 0;
+
+        json_object_foreach(calls, k, n)
+            good += reply_status(k) ? (int)json_integer_value(n) : 0;
+        snprintf(ok, sizeof ok, "%d/%d", good, (int)cli_num(m, "n_calls") - good);
+        snprintf(tok, sizeof tok, "%.0f/%.0f/%.0f/%.0f", cli_num(t, "in"), cli_num(t, "cached_in"),
+                 cli_num(t, "out"), cli_num(t, "reasoning"));
+        if (json_is_number(json_object_get(m, "cost")))   /* null: the model has no price */
+            snprintf(cost, sizeof cost, "%.4f", cli_num(m, "cost"));
+        printf("  %-40s %14s  %-31s %10s  %d/%d/%d\n", cli_str(m, "model", "?"), ok, tok, cost,
+               (int)cli_num(m, "candidates"), (int)cli_num(m, "ok"), (int)cli_num(m, "improved"));
+        if (json_object_size(calls) > 1 || (json_object_size(calls) == 1 && !good)) {
+            const char *sep = "    calls: ";
+            json_object_foreach(calls, k, n) {
+                printf("%s%s %d", sep, k, (int)json_integer_value(n));
+                sep = ", ";
+            }
+            printf("\n");
+        }
+    }
 }
 
 static void print_summary(const char *report, int64_t id)
@@ -130,6 +183,10 @@ static void print_summary(const char *report, int64_t id)
                (int)cli_num(rp, "of"), json_is_true(json_object_get(rp, "identical"))
                ? "identical" : cli_str(rp, "difference", "differs"), (int)cli_num(rp, "steps"),
                (int)cli_num(rp, "candidates"), (int)cli_num(rp, "llm_calls"));
+    if (cli_num(r, "llm_pending") > 0)
+        printf("offline: %d LLM call(s) wait for a reply: kevo llm pending %lld (docs/llm.md)\n",
+               (int)cli_num(r, "llm_pending"), (long long)id);
+    print_llm_models(json_object_get(r, "llm_models"));
     printf("details: kevo runs %lld    export: kevo export %lld --out DIR\n", (long long)id,
            (long long)id);
     json_decref(r);
@@ -229,56 +286,6 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
     return 1;
 }
 
-/*
- * The config file ($KEVO_CONFIG, else ~/.config/kevo/config.json when it exists, or
- * --config FILE): {"models": ["openai:gpt-5", ...], "llm_concurrency": 4, "cost_cap": 5.0,
- * "prices": "path", "prompts": "dir", "archive": "path"}. Command-line options win; the
- * strings stay in *keep (decref it after the run). Returns 0, or -1 after saying why.
- */
-static int load_config(const char *path, struct kevo_run_opts *o,
-                       const char **models, json_t **keep)
-{
-    char def[4096];
-    const char *home = getenv("HOME"), *env = getenv("KEVO_CONFIG");
-    json_error_t e;
-
-    *keep = NULL;
-    if (!path && env && *env)
-        path = env;
-    if (!path && home) {
-        snprintf(def, sizeof def, "%s/.config/kevo/config.json", home);
-        if (access(def, F_OK) != 0)
-            return 0;
-        path = def;
-    }
-    if (!path)
-        return 0;
-    json_t *c = json_load_file(path, 0, &e);
-    if (!c || !json_is_object(c)) {
-        fprintf(stderr, "kevo: %s:%d: %s\n", path, e.line, c ? "not a JSON object" : e.text);
-        json_decref(c);
-        return -1;
-    }
-    json_t *m = json_object_get(c, "models"), *v;
-    size_t i;
-    if (!o->n_models && json_is_array(m))
-        json_array_foreach(m, i, v)
-            if (json_is_string(v) && o->n_models < 64)
-                models[o->n_models++] = json_string_value(v);
-    if (!o->llm_concurrency && json_is_integer(json_object_get(c, "llm_concurrency")))
-        o->llm_concurrency = (int)json_integer_value(json_object_get(c, "llm_concurrency"));
-    if (!o->cost_cap && json_is_number(json_object_get(c, "cost_cap")))
-        o->cost_cap = json_number_value(json_object_get(c, "cost_cap"));
-    if (!o->prices)
-        o->prices = json_string_value(json_object_get(c, "prices"));
-    if (!o->prompts_dir)
-        o->prompts_dir = json_string_value(json_object_get(c, "prompts"));
-    if (!o->archive)
-        o->archive = json_string_value(json_object_get(c, "archive"));
-    *keep = c;
-    return 0;
-}
-
 int cli_cmd_run(int argc, char **argv)
 {
     struct kevo_run_opts o;
@@ -327,7 +334,7 @@ int cli_cmd_run(int argc, char **argv)
         rc = cli_usage("--replay takes the run's own task and options: no task file, no --resume");
         goto out;
     }
-    if (load_config(config, &o, models, &cfg) < 0) {
+    if (cli_load_config(config, &o, models, &cfg) < 0) {
         rc = EXIT_USAGE;
         goto out;
     }
@@ -381,6 +388,7 @@ static void print_run(json_t *r)
     json_t *rep = json_object_get(r, "report");
     if (json_is_object(rep))
         printf("stopped by: %s\n", cli_str(rep, "reason", "?"));
+    print_llm_models(json_object_get(r, "llm_models"));
     printf("lineage of the best (newest first):\n");
     json_array_foreach(json_object_get(r, "lineage_of_best"), i, e) {
         char t[32] = "-", *p = json_dumps(json_object_get(e, "params"), JSON_COMPACT);

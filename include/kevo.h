@@ -187,9 +187,77 @@ KEVO_NODISCARD enum kevo_status kevo_run(const char *task_path, const struct kev
  * statistics, as JSON. */
 KEVO_NODISCARD enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json,
                                                char **out_msg);
+/*
+ * `kevo models check`: one tiny request per LLM model spec (docs/llm.md "Checking
+ * models"). *out_json (kevo_free it): {"ok": every model passed, "prices": the price
+ * table's path, "models": [{"model": spec, "ok", "stage" (what failed: "spec", "key",
+ * "network", "http", "settings", "reply"; null when ok), "status", "http_status",
+ * "latency_s", "key" ("env", "file" or "none": where a key was found, never the key),
+ * "price_known", "tokens_in", "tokens_out", "adapted", "note", "diagnosis" (one line)}]}.
+ * A model that fails is an entry, never a non-OK status; a non-OK status means nothing was
+ * checked (no spec, a named price table that does not parse), with *out_msg set. prices:
+ * as kevo_run_opts.prices (NULL: $KEVO_PRICES, else the source tree's prices.json).
+ */
+KEVO_NODISCARD enum kevo_status kevo_models_check_json(const char *const *specs, int n_specs,
+                                                       const char *prices, char **out_json,
+                                                       char **out_msg);
 /* `kevo export`: the best held-out-checked kernel of run id as standalone files in dir. */
 KEVO_NODISCARD enum kevo_status kevo_export(const char *archive, int64_t id, const char *dir,
                                             char **out_msg);
+
+/* ---- `kevo llm`: LLM calls across an air gap (docs/llm.md "Air-gapped clusters") ----
+ * An offline run records the calls it could not make; pending lists them as JSON lines,
+ * answer makes them where there is a network, import stores the replies, and
+ * `kevo run --resume` uses them before it asks anything new. A call's id ("call") is
+ * "ROWID-HASH": its row in the archive and the head of its prompt's hash. */
+/* The calls of run that wait for a reply, one JSON line each (kevo_free *out_jsonl, ""
+ * when none): {"call", "run", "op", "model" (the spec, settings included), "settings"
+ * (the spec's "?..." as an object), "system", "prompt"}; *n_out how many. */
+KEVO_NODISCARD enum kevo_status kevo_exchange_pending(const char *archive, int64_t run,
+                                                      char **out_jsonl, int *n_out,
+                                                      char **out_msg);
+struct kevo_exchange_opts {
+    const char *prices;           /* price table; NULL: $KEVO_PRICES, else the tree's */
+    double cost_cap;              /* spending cap of this answer session; 0: none */
+    int concurrency;              /* calls in flight; 0: 4 */
+};
+void kevo_exchange_opts_default(struct kevo_exchange_opts *o);
+struct kevo_exchange_stats {
+    int n_calls;                  /* lines read (answer: calls to make) */
+    int n_ok;                     /* answer: replies; import: replies stored */
+    int n_failed;                 /* calls that failed (they stay pending) */
+    int n_skipped;                /* answer: left out by the cost cap; import: replies to
+                                     calls a session already used one for */
+    double spent;                 /* answer: what the calls cost */
+};
+/* One line of output (no newline; borrowed for the call), from any thread, one at a time. */
+typedef void (*kevo_exchange_line_fn)(void *user, const char *line);
+/*
+ * Make the calls of text (lines of kevo_exchange_pending; name says where they came from,
+ * for messages) with their models' specs, kevo run's limits and o's cost cap; each answer
+ * goes to out as soon as it is back: {"call", "status", "reply" (when ok), "usage": {"in",
+ * "out", "cached_in", "reasoning"}, "model", "cost", "latency_s", "error" (when not ok)}.
+ * A call that fails is a line with its status; a bad line (named with its field in
+ * *out_msg, KEVO_ERR_PARSE) means no call is made at all.
+ */
+KEVO_NODISCARD enum kevo_status kevo_exchange_answer(const char *name, const char *text,
+                                                     size_t len,
+                                                     const struct kevo_exchange_opts *o,
+                                                     kevo_exchange_line_fn out, void *user,
+                                                     struct kevo_exchange_stats *stats,
+                                                     char **out_msg);
+/*
+ * Store the replies of text (lines of kevo_exchange_answer, or written by hand or by an
+ * agent: {"call", "reply"} is enough; "usage" and "model" are optional) for the runs'
+ * next sessions. All or nothing: a bad line (its number and field in *out_msg,
+ * KEVO_ERR_PARSE) stores nothing. A line with a failed "status" and no reply is skipped
+ * (its call stays pending), so is one whose call a session already used a reply for; a
+ * reply imported again before any session used it replaces the first.
+ */
+KEVO_NODISCARD enum kevo_status kevo_exchange_import(const char *archive, const char *name,
+                                                     const char *text, size_t len,
+                                                     struct kevo_exchange_stats *stats,
+                                                     char **out_msg);
 
 /* Measure (or load from cache when !force) this device's bandwidth and peaks; JSON out. */
 KEVO_NODISCARD enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device,

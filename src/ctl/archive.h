@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEVO_ARCHIVE_SCHEMA 3          /* the schema version this kevo writes */
+#define KEVO_ARCHIVE_SCHEMA 4          /* the schema version this kevo writes */
 
 struct kevo_archive;                   /* opaque */
 
@@ -209,11 +209,28 @@ struct kevo_llm_call_rec {
     const char *status;                /* "ok", "http_429", "timeout", "parse_error", ... */
     int64_t step;                      /* its reply's step in the run's log; 0: none */
     int64_t submitted;                 /* its place among the session's submitted calls */
+    /* schema 4: what the call needs to be made elsewhere and its reply used here later
+     * (docs/llm.md "Air-gapped clusters"); zeroes where unknown */
+    const char *spec;                  /* the model spec as given ("openai:o3?..."; it names
+                                          a key's variable, never a key); NULL: unknown */
+    const char *settings;              /* JSON: the settings the model is asked with (the
+                                          spec's, and the run's defaults where it sets none:
+                                          temperature, max_output, ...); NULL: unknown */
+    int64_t system_len;                /* bytes of the system text when prompt is
+                                          "[system]\n" SYSTEM "\n[user]\n" USER */
+    int64_t parent1, parent2;          /* the candidates the prompt showed; 0: none */
+    int island;                        /* the island its candidate goes to */
+    double parent_score;               /* parent1's score as the call saw it; 0: none */
+    char plan_hash[KEVO_HASH_HEX];     /* a plan's second call: the first's prompt hash */
+    int64_t tokens_cached_in;          /* of tokens_in, read from the provider's cache */
+    int64_t tokens_reasoning;          /* of tokens_out, spent thinking */
+    int64_t answers;                   /* the pending call whose imported reply this call
+                                          used (which marks that reply used); 0: none */
 };
 KEVO_NODISCARD enum kevo_status kevo_archive_llm_add(struct kevo_archive *a,
                                                      const struct kevo_llm_call_rec *r,
                                                      int64_t *id);
-/* The reply of the latest ok call with prompt_hash (any run), for replay; NOTFOUND. */
+/* The reply of the latest ok (or imported) call with prompt_hash (any run); NOTFOUND. */
 KEVO_NODISCARD enum kevo_status kevo_archive_llm_cached(struct kevo_archive *a,
                                                         const char *prompt_hash, char **reply);
 /* Total cost of a run's LLM calls. */
@@ -230,6 +247,82 @@ struct kevo_llm_row {
 KEVO_NODISCARD enum kevo_status kevo_archive_llm_rows(struct kevo_archive *a, int64_t run,
                                                       struct kevo_llm_row **rows, int *n);
 void kevo_archive_llm_rows_free(struct kevo_llm_row *rows, int n);   /* NULL: no-op */
+/*
+ * What each model of a run did, as JSON (kevo_free it), models by name: [{"model",
+ * "calls": {STATUS: n} (the status without its message: "unusable", "http_429",
+ * "cached", "replay: ok", ...), "n_calls", "tokens": {"in", "cached_in", "out",
+ * "reasoning"}, "cost", "latency_s" (both summed), "candidates" (evaluated candidates its
+ * replies became), "ok" (of those, correct), "improved" (of those, faster than their
+ * parent)}]. A model without a price has cost 0 here: the caller knows the prices.
+ */
+KEVO_NODISCARD enum kevo_status kevo_archive_llm_models_json(struct kevo_archive *a, int64_t run,
+                                                             char **out_json);
+
+/* ---- pending calls and imported replies (docs/llm.md "Air-gapped clusters") ---- */
+
+/*
+ * A call an offline session could not make (status "not_cached"), with what it takes to
+ * make it elsewhere and to turn its reply into a candidate later; for
+ * kevo_archive_llm_imported, with the reply imported for it.
+ */
+struct kevo_llm_wanted {
+    int64_t id, run_id;                /* the llm_calls row: the call's id in exchanges */
+    char *model, *spec, *op;           /* spec NULL when not recorded (before schema 4) */
+    char *settings;                    /* JSON, as recorded; NULL when not recorded */
+    char *system, *user;               /* the prompt, split; system NULL when it cannot be
+                                          (user is then the whole recorded prompt) */
+    char prompt_hash[KEVO_HASH_HEX], plan_hash[KEVO_HASH_HEX];   /* plan_hash "": none */
+    int64_t parent1, parent2;          /* 0: none */
+    int island;
+    double parent_score;
+    char *reply;                       /* the imported reply (NULL from _pending) */
+    int64_t tokens_in, tokens_out, tokens_cached_in, tokens_reasoning;
+    double latency_s;
+};
+void kevo_archive_llm_wanted_free(struct kevo_llm_wanted *w, int n);   /* NULL: no-op */
+/*
+ * The calls of run that wait for a reply, oldest first (kevo_archive_llm_wanted_free
+ * them): status "not_cached", no reply imported for them, and the newest call of the run
+ * that asked their prompt and got no answer (an older one asking the same prompt is not
+ * listed twice: one reply serves it).
+ */
+KEVO_NODISCARD enum kevo_status kevo_archive_llm_pending(struct kevo_archive *a, int64_t run,
+                                                         struct kevo_llm_wanted **out, int *n);
+/* The run's calls with an imported reply that no session used yet, oldest first. */
+KEVO_NODISCARD enum kevo_status kevo_archive_llm_imported(struct kevo_archive *a, int64_t run,
+                                                          struct kevo_llm_wanted **out, int *n);
+
+/* Where a call stands for an import (kevo_archive_llm_state). */
+enum kevo_llm_call_state {
+    KEVO_LLM_CALL_PENDING = 0,         /* not_cached, no reply imported */
+    KEVO_LLM_CALL_IMPORTED,            /* a reply was imported, no session used it yet */
+    KEVO_LLM_CALL_USED,                /* a session used its imported reply */
+    KEVO_LLM_CALL_ANSWERED             /* not a call that waits: it was made (or refused by
+                                          a cap, or failed) */
+};
+/* Call id's run, prompt hash and state; KEVO_ERR_NOTFOUND when the archive has no such
+ * call. */
+KEVO_NODISCARD enum kevo_status kevo_archive_llm_state(struct kevo_archive *a, int64_t id,
+                                                       int64_t *run,
+                                                       char prompt_hash[KEVO_HASH_HEX],
+                                                       enum kevo_llm_call_state *state);
+
+/* A reply to a pending call, as `kevo llm import` stores it. */
+struct kevo_llm_import_rec {
+    int64_t call;                      /* the pending call (an llm_calls row id) */
+    const char *reply;
+    int64_t tokens_in, tokens_out, tokens_cached_in, tokens_reasoning;   /* 0: not said */
+    double latency_s;
+    const char *model;                 /* who answered, as the file says; NULL: not said */
+    const char *source;                /* where it came from (a file name); NULL: none */
+};
+/*
+ * Store n replies in one transaction: all or none. Each call must be pending or imported
+ * (an imported reply not used yet is replaced), else KEVO_ERR_INVALID naming the call.
+ */
+KEVO_NODISCARD enum kevo_status kevo_archive_llm_import(struct kevo_archive *a,
+                                                        const struct kevo_llm_import_rec *r,
+                                                        int n);
 
 /* ---- the step log ---- */
 

@@ -145,6 +145,32 @@ const char *const kevo_archive_migrations[] = {
     /* 2 -> 3: each LLM call's place in its session's submissions (calls in flight
      * together come back in any order; a replay matches them by this) */
     "ALTER TABLE llm_calls ADD COLUMN submitted INTEGER;",
+    /* 3 -> 4: what a call needs to be made on another machine and its reply used here
+     * later (docs/llm.md "Air-gapped clusters"); the replies imported for the calls an
+     * offline session could not make, and which call of a later session used each */
+    "ALTER TABLE llm_calls ADD COLUMN spec TEXT;"
+    "ALTER TABLE llm_calls ADD COLUMN settings TEXT;"
+    "ALTER TABLE llm_calls ADD COLUMN system_len INTEGER;"
+    "ALTER TABLE llm_calls ADD COLUMN parent1 INTEGER REFERENCES candidates(id);"
+    "ALTER TABLE llm_calls ADD COLUMN parent2 INTEGER REFERENCES candidates(id);"
+    "ALTER TABLE llm_calls ADD COLUMN island INTEGER;"
+    "ALTER TABLE llm_calls ADD COLUMN parent_score REAL;"
+    "ALTER TABLE llm_calls ADD COLUMN plan_hash TEXT;"
+    "ALTER TABLE llm_calls ADD COLUMN tokens_cached_in INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE llm_calls ADD COLUMN tokens_reasoning INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE llm_calls ADD COLUMN answers INTEGER REFERENCES llm_calls(id);"
+    "CREATE INDEX llm_answers ON llm_calls(answers) WHERE answers IS NOT NULL;"
+    "CREATE TABLE llm_imports ("
+    "  call_id          INTEGER PRIMARY KEY REFERENCES llm_calls(id),"
+    "  reply            TEXT NOT NULL,"
+    "  tokens_in        INTEGER NOT NULL DEFAULT 0,"
+    "  tokens_out       INTEGER NOT NULL DEFAULT 0,"
+    "  tokens_cached_in INTEGER NOT NULL DEFAULT 0,"
+    "  tokens_reasoning INTEGER NOT NULL DEFAULT 0,"
+    "  latency_s        REAL NOT NULL DEFAULT 0,"
+    "  model            TEXT,"
+    "  source           TEXT,"
+    "  created          REAL NOT NULL);",
 };
 _Static_assert(sizeof kevo_archive_migrations / sizeof kevo_archive_migrations[0] == KEVO_ARCHIVE_SCHEMA,
                "one migration step per schema version");
@@ -206,10 +232,15 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
     [S_EVAL_GET] = "SELECT result FROM evaluations WHERE cand_id = ?1 AND kind = ?2"
                    " ORDER BY id DESC LIMIT 1",
     [S_LLM_ADD]  = "INSERT INTO llm_calls(run_id, cand_id, model, op, prompt_hash, prompt,"
-                   " reply, tokens_in, tokens_out, cost, latency_s, status, created, step, submitted)"
-                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-    [S_LLM_CACHED] = "SELECT reply FROM llm_calls WHERE prompt_hash = ?1 AND status = 'ok'"
-                     " AND reply IS NOT NULL ORDER BY id DESC LIMIT 1",
+                   " reply, tokens_in, tokens_out, cost, latency_s, status, created, step,"
+                   " submitted, spec, system_len, parent1, parent2, island, parent_score,"
+                   " plan_hash, tokens_cached_in, tokens_reasoning, answers, settings)"
+                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+                   " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+    /* a reply a session used from an import answered the prompt too */
+    [S_LLM_CACHED] = "SELECT reply FROM llm_calls WHERE prompt_hash = ?1"
+                     " AND status IN ('ok', 'imported') AND reply IS NOT NULL"
+                     " ORDER BY id DESC LIMIT 1",
     [S_LLM_COST] = "SELECT total(cost) FROM llm_calls WHERE run_id = ?1",
     [S_LLM_ROWS] = "SELECT id, coalesce(cand_id, 0), coalesce(step, 0), tokens_in, tokens_out,"
                    " cost, latency_s, model, op, prompt_hash, reply, status, coalesce(submitted, 0)"
@@ -219,4 +250,43 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
                    " UNION ALL SELECT step, 1, id FROM llm_calls WHERE run_id = ?1"
                    " AND step IS NOT NULL ORDER BY 1",
     [S_CAND_ALL] = "SELECT id FROM candidates WHERE run_id = ?1 ORDER BY id",
+    /* waiting: no reply imported for it; no newer call of the run asked its prompt and
+     * waits or was answered; no older one of the same prompt has a reply imported that no
+     * session used yet (that reply will serve) */
+    [S_LLM_PENDING] = "SELECT " WANTED_COLS ", NULL, 0, 0, 0, 0, 0 FROM llm_calls l"
+                      " WHERE l.run_id = ?1 AND l.status = 'not_cached'"
+                      " AND NOT EXISTS (SELECT 1 FROM llm_imports i WHERE i.call_id = l.id)"
+                      " AND NOT EXISTS (SELECT 1 FROM llm_calls o WHERE o.prompt_hash ="
+                      "  l.prompt_hash AND o.run_id = l.run_id AND o.id > l.id"
+                      "  AND (o.status = 'not_cached' OR o.reply IS NOT NULL))"
+                      " AND NOT EXISTS (SELECT 1 FROM llm_calls p JOIN llm_imports i"
+                      "  ON i.call_id = p.id WHERE p.prompt_hash = l.prompt_hash"
+                      "  AND p.run_id = l.run_id"
+                      "  AND NOT EXISTS (SELECT 1 FROM llm_calls x WHERE x.answers = p.id))"
+                      " ORDER BY l.id",
+    [S_LLM_IMPORTED] = "SELECT " WANTED_COLS ", i.reply, i.tokens_in, i.tokens_out,"
+                       " i.tokens_cached_in, i.tokens_reasoning, i.latency_s"
+                       " FROM llm_imports i JOIN llm_calls l ON l.id = i.call_id"
+                       " WHERE l.run_id = ?1"
+                       " AND NOT EXISTS (SELECT 1 FROM llm_calls x WHERE x.answers = l.id)"
+                       " ORDER BY l.id",
+    [S_LLM_STATE] = "SELECT run_id, prompt_hash, status = 'not_cached',"
+                    " EXISTS (SELECT 1 FROM llm_imports i WHERE i.call_id = l.id),"
+                    " EXISTS (SELECT 1 FROM llm_calls x WHERE x.answers = l.id)"
+                    " FROM llm_calls l WHERE l.id = ?1",
+    /* only for a call that waits, or whose imported reply no session used yet */
+    [S_LLM_IMPORT] = "INSERT OR REPLACE INTO llm_imports(call_id, reply, tokens_in, tokens_out,"
+                     " tokens_cached_in, tokens_reasoning, latency_s, model, source, created)"
+                     " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 FROM llm_calls"
+                     " WHERE id = ?1 AND status = 'not_cached'"
+                     " AND NOT EXISTS (SELECT 1 FROM llm_calls x WHERE x.answers = ?1)",
+    /* per model and status: calls, tokens, cost, latency, and the evaluated candidates
+     * the replies became (ok, better than their parent) */
+    [S_LLM_MODELS] = "SELECT l.model, l.status, count(*), sum(l.tokens_in),"
+                     " sum(l.tokens_cached_in), sum(l.tokens_out), sum(l.tokens_reasoning),"
+                     " total(l.cost), total(l.latency_s), count(c.id),"
+                     " coalesce(sum(c.verdict = 'ok'), 0), coalesce(sum(c.improved), 0)"
+                     " FROM llm_calls l LEFT JOIN candidates c"
+                     "  ON c.id = l.cand_id AND c.state = 'done'"
+                     " WHERE l.run_id = ?1 GROUP BY l.model, l.status ORDER BY l.model, l.status",
 };

@@ -6,11 +6,19 @@
  * kept for connection reuse), so backoff sleeps never hold a slot. Every outcome of an
  * attempt becomes a reply status; only our own failures (out of memory) are errors.
  *
+ * The body comes from the model's settings, then the changes the client keeps for that
+ * model (struct adapt, guarded by the client's mutex): a 400 that refuses a parameter
+ * (heal_rule reads OpenAI's, Anthropic's and vLLM's wordings) adds one and the body is
+ * built again and sent at once. Replies are read as the providers send them: the stop
+ * reason tells "truncated" apart, reasoning (thinking blocks, reasoning_content,
+ * <think> in content) never reaches the text, and every usage count is kept.
+ *
  * Secrets: the key lives in the call's key string and header list only; both are wiped
  * before they are freed. Every error string passes through set_error, which removes the
  * key even when a server echoes it back in its reply.
  */
 #include "ctl/llm.h"
+#include "ctl/llm_int.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -32,12 +40,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OPENAI_BASE      "https://api.openai.com/v1"
-#define ANTHROPIC_BASE   "https://api.anthropic.com/v1"
+#define OPENAI_BASE      KEVO_LLM_OPENAI_BASE
+#define ANTHROPIC_BASE   KEVO_LLM_ANTHROPIC_BASE
 #define ANTHROPIC_VER    "2023-06-01"
-#define ANTHROPIC_MAXTOK 8192
-#define EXCERPT_MAX      200             /* printable characters of a reply in a message */
+#define EXCERPT_MAX      KEVO_LLM_EXCERPT_MAX
 #define KEY_FILE_MAX     (64 * 1024)     /* a key file is a few lines */
+#define ADAPT_MAX        64              /* request changes a client keeps (a run has few
+                                            models, each needing two or three at most) */
+#define HEAL_MAX         4               /* changed requests sent within one call */
+#define JSON_OUT         (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+enum adapt_kind { ADAPT_DROP = 0, ADAPT_RENAME, ADAPT_LIMIT };
+
+/* A change of a model's requests that a provider's 400 asked for, kept for the client's
+ * lifetime (the run): the next call of the model is right the first time. */
+struct adapt {
+    char *model;                         /* "api:name@base_url" (owned in the table) */
+    enum adapt_kind kind;
+    char param[48];                      /* the body's member */
+    char to[48];                         /* RENAME: its new name */
+    json_int_t limit;                    /* LIMIT: the most it may be */
+};
 
 struct kevo_llm {
     struct kevo_llm_limits lim;
@@ -48,6 +71,8 @@ struct kevo_llm {
     CURL **idle;                         /* handles of free slots, n_idle of them (mu) */
     int n_idle;
     atomic_uint_fast64_t rng;            /* jitter state (splitmix64 counter) */
+    struct adapt adapts[ADAPT_MAX];      /* what providers refused, in the order learned (mu) */
+    int n_adapts;
 };
 
 /* ---- small helpers ---- */
@@ -114,20 +139,6 @@ fail:
     return NULL;
 }
 
-/* Up to EXCERPT_MAX printable ASCII characters of s (n bytes) into out; the rest become
- * spaces, so a reply cannot put control sequences or lines into a message. */
-static void excerpt(const char *s, size_t n, char out[EXCERPT_MAX + 1])
-{
-    size_t i = 0;
-    for (; i < n && i < EXCERPT_MAX; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        out[i] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : ' ';
-    }
-    out[i] = '\0';
-    if (n > EXCERPT_MAX && EXCERPT_MAX >= 3)
-        memcpy(out + EXCERPT_MAX - 3, "...", 3);
-}
-
 /* The reply's error: formatted, the key removed, on one printable line. */
 static enum kevo_status set_error(struct kevo_llm_reply *out, const char *key, const char *fmt,
                                   ...) __attribute__((format(printf, 3, 4)));
@@ -153,174 +164,6 @@ static enum kevo_status set_error(struct kevo_llm_reply *out, const char *key, c
 static void set_status(struct kevo_llm_reply *out, const char *status)
 {
     snprintf(out->status, sizeof out->status, "%s", status);
-}
-
-/* ---- model specs ---- */
-
-static int is_env_name(const char *s)
-{
-    if (!*s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
-        return 0;
-    for (; *s; s++) {
-        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9')))
-            return 0;
-    }
-    return 1;
-}
-
-/* Model ids and URLs are printable and have no spaces. */
-static int is_token(const char *s)
-{
-    if (!*s)
-        return 0;
-    for (; *s; s++) {
-        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
-static enum kevo_status spec_error(const char *spec, const char *what, char **msg)
-{
-    char ex[EXCERPT_MAX + 1];
-    excerpt(spec, strlen(spec), ex);
-    if (!msg)
-        return KEVO_ERR_PARSE;
-    struct kevo_buf b;
-    kevo_buf_init(&b, 0);
-    if (kevo_buf_addf(&b, "model spec '%s': %s (expected "
-                      "PROVIDER:MODEL[@BASE_URL][#KEY_ENV][*WEIGHT], PROVIDER openai or "
-                      "anthropic)", ex, what)) {
-        kevo_buf_free(&b);
-        return KEVO_ERR_NOMEM;
-    }
-    *msg = kevo_buf_take(&b);
-    return *msg ? KEVO_ERR_PARSE : KEVO_ERR_NOMEM;
-}
-
-/* Cut "*WEIGHT" off the end of s. */
-static const char *spec_weight(char *s, double *w)
-{
-    char *star = strrchr(s, '*'), *end = NULL;
-    *w = 1.0;
-    if (!star)
-        return NULL;
-    errno = 0;
-    *w = strtod(star + 1, &end);
-    if (end == star + 1 || *end || errno || !isfinite(*w) || *w <= 0)
-        return "the weight after '*' must be a positive number";
-    *star = '\0';
-    return NULL;
-}
-
-/* Cut "#KEY_ENV" off the end of s into *env (borrowed from s). */
-static const char *spec_key_env(char *s, const char **env)
-{
-    char *hash = strrchr(s, '#');
-    *env = NULL;
-    if (!hash)
-        return NULL;
-    if (!is_env_name(hash + 1))
-        return "the name after '#' must be an environment variable name";
-    *hash = '\0';
-    *env = hash + 1;
-    return NULL;
-}
-
-/* The '@' that starts the base URL: a model id may hold '@' (Vertex-style versions). */
-static char *spec_find_base(char *rest)
-{
-    char *a = strstr(rest, "@http://"), *b = strstr(rest, "@https://");
-    if (a && b)
-        return a < b ? a : b;
-    return a ? a : b;
-}
-
-/* Split "PROVIDER:MODEL[@BASE]" (s is modified) and check each part. */
-static const char *spec_split(char *s, enum kevo_llm_api *api, char **model, char **base)
-{
-    char *colon = strchr(s, ':'), *at;
-    if (!colon)
-        return "no ':' after the provider";
-    *colon = '\0';
-    if (strcmp(s, "openai") == 0)
-        *api = KEVO_LLM_OPENAI;
-    else if (strcmp(s, "anthropic") == 0)
-        *api = KEVO_LLM_ANTHROPIC;
-    else
-        return "unknown provider";
-    *model = colon + 1;
-    *base = NULL;
-    at = spec_find_base(*model);
-    if (at) {
-        *at = '\0';
-        *base = at + 1;
-    } else if (strchr(*model, '@')) {
-        return "the base URL after '@' must start with http:// or https://";
-    }
-    if (!is_token(*model))
-        return "the model id is empty or has spaces or control characters";
-    if (*base) {
-        /* spec_find_base found "http://" or "https://": the host follows "://" */
-        const char *host = strstr(*base, "://") + 3;
-        size_t n = strlen(*base);
-        if (!is_token(*base) || !*host || *host == '/')
-            return "the base URL has no host, or has spaces or control characters";
-        while ((*base)[n - 1] == '/')      /* stops at the host's first character */
-            (*base)[--n] = '\0';
-    }
-    return NULL;
-}
-
-enum kevo_status kevo_llm_model_parse(const char *spec, struct kevo_llm_model *out, char **msg)
-{
-    enum kevo_status st = KEVO_OK;
-    char *s = NULL, *model = NULL, *base = NULL;
-    const char *why = NULL, *env = NULL;
-    double w = 1.0;
-
-    memset(out, 0, sizeof *out);
-    if (msg)
-        *msg = NULL;
-    if (!spec)
-        return KEVO_ERR_INVALID;
-    s = kevo_strdup(spec);
-    if (!s)
-        return KEVO_ERR_NOMEM;
-    why = spec_weight(s, &w);
-    if (!why)
-        why = spec_key_env(s, &env);
-    if (!why)
-        why = spec_split(s, &out->api, &model, &base);
-    if (why) {
-        st = spec_error(spec, why, msg);
-        goto out;
-    }
-    out->weight = w;
-    out->name = kevo_strdup(model);
-    out->base_url = kevo_strdup(base ? base
-                                     : out->api == KEVO_LLM_OPENAI ? OPENAI_BASE : ANTHROPIC_BASE);
-    out->key_env = kevo_strdup(env ? env
-                                   : out->api == KEVO_LLM_OPENAI ? "OPENAI_API_KEY"
-                                                                 : "ANTHROPIC_API_KEY");
-    if (!out->name || !out->base_url || !out->key_env)
-        st = KEVO_ERR_NOMEM;
-out:
-    if (st)
-        kevo_llm_model_clear(out);
-    kevo_free(s);
-    return st;
-}
-
-void kevo_llm_model_clear(struct kevo_llm_model *m)
-{
-    if (!m)
-        return;
-    kevo_free(m->name);
-    kevo_free(m->base_url);
-    kevo_free(m->key_env);
-    memset(m, 0, sizeof *m);
 }
 
 /* ---- keys ---- */
@@ -492,6 +335,8 @@ void kevo_llm_free(struct kevo_llm *c)
         return;
     for (int i = 0; i < c->n_idle; i++)
         curl_easy_cleanup(c->idle[i]);
+    for (int i = 0; i < c->n_adapts; i++)
+        kevo_free(c->adapts[i].model);
     kevo_free(c->idle);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
@@ -534,12 +379,16 @@ static void slot_release(struct kevo_llm *c, CURL *h)
 
 /* ---- requests ---- */
 
-/* What stays the same over a call's attempts. */
+/* What stays the same over a call's attempts (the body changes only when a provider
+ * refuses a parameter: call_body). */
 struct call {
     const struct kevo_llm_model *m;
+    const struct kevo_llm_req *r;
+    char *mkey;                          /* "api:name@base_url": whose adaptations apply */
     char *key;                           /* secret: free_secret */
     char *url;
-    char *body;                          /* JSON (jansson's allocation) */
+    json_t *sent;                        /* the body as sent */
+    char *body;                          /* its text (jansson's allocation) */
     struct curl_slist *headers;          /* holds the key: headers_free */
 };
 
@@ -548,11 +397,18 @@ static json_t *msg_obj(const char *role, const char *content)
     return json_pack("{s:s, s:s}", "role", role, "content", content);
 }
 
-/* The request body of either API as JSON text; NULL when out of memory. */
-static char *body_build(const struct kevo_llm_model *m, const struct kevo_llm_req *r)
+/* The output limit's member: OpenAI's own API takes max_completion_tokens (its reasoning
+ * models refuse max_tokens), the servers that imitate it know max_tokens, and so does
+ * Anthropic's. */
+static const char *limit_name(const struct kevo_llm_model *m)
 {
-    json_t *doc = json_object(), *msgs = json_array();
-    char *text = NULL;
+    return m->api == KEVO_LLM_OPENAI && strcmp(m->base_url, OPENAI_BASE) == 0
+           ? "max_completion_tokens" : "max_tokens";
+}
+
+json_t *kevo_llm_body(const struct kevo_llm_model *m, const struct kevo_llm_req *r)
+{
+    json_t *doc = json_object(), *msgs = json_array(), *extra = NULL;
     int bad = !doc || !msgs;
 
     bad |= json_object_set_new(doc, "model", json_string(m->name));
@@ -562,17 +418,64 @@ static char *body_build(const struct kevo_llm_model *m, const struct kevo_llm_re
         bad |= json_object_set_new(doc, "system", json_string(r->system));
     bad |= json_array_append_new(msgs, msg_obj("user", r->prompt));
     bad |= json_object_set(doc, "messages", msgs);
-    if (r->temperature >= 0)
-        bad |= json_object_set_new(doc, "temperature", json_real(r->temperature));
-    if (r->max_tokens > 0 || m->api == KEVO_LLM_ANTHROPIC)
-        bad |= json_object_set_new(doc, "max_tokens",
-                                   json_integer(r->max_tokens > 0 ? r->max_tokens
-                                                                  : ANTHROPIC_MAXTOK));
-    if (!bad)
-        text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    bad |= json_object_set_new(doc, limit_name(m), json_integer(m->max_output > 0
+                                                                ? m->max_output
+                                                                : KEVO_LLM_MAX_OUTPUT));
+    if (m->has_temperature)
+        bad |= json_object_set_new(doc, "temperature", json_real(m->temperature));
+    if (m->reasoning_effort)
+        bad |= json_object_set_new(doc, "reasoning_effort", json_string(m->reasoning_effort));
+    if (m->thinking)
+        bad |= json_object_set_new(doc, "thinking", json_pack("{s:s, s:i}", "type", "enabled",
+                                                              "budget_tokens", m->thinking));
+    if (m->extra) {
+        extra = json_loads(m->extra, 0, NULL);   /* checked by kevo_llm_model_parse */
+        bad |= json_object_update(doc, extra);
+    }
+    json_decref(extra);
     json_decref(msgs);
-    json_decref(doc);
-    return text;
+    if (bad) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+/* Change a on doc; 1 when doc changed. A limit only ever lowers the value. */
+static int adapt_apply(const struct adapt *a, json_t *doc)
+{
+    json_t *v = json_object_get(doc, a->param);
+
+    if (!v)
+        return 0;
+    if (a->kind == ADAPT_LIMIT) {
+        if (!json_is_integer(v) || json_integer_value(v) <= a->limit)
+            return 0;
+        return json_object_set_new(doc, a->param, json_integer(a->limit)) == 0;
+    }
+    if (a->kind == ADAPT_RENAME && json_object_set(doc, a->to, v) != 0)
+        return 0;
+    return json_object_del(doc, a->param) == 0;
+}
+
+/* k's body: the model's request with every change the client keeps for the model. */
+static enum kevo_status call_body(struct kevo_llm *c, struct call *k)
+{
+    json_t *doc = kevo_llm_body(k->m, k->r);
+
+    if (!doc)
+        return KEVO_ERR_NOMEM;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n_adapts; i++) {
+        if (strcmp(c->adapts[i].model, k->mkey) == 0)
+            adapt_apply(&c->adapts[i], doc);
+    }
+    pthread_mutex_unlock(&c->mu);
+    free_secret(k->body);
+    json_decref(k->sent);
+    k->sent = doc;
+    k->body = json_dumps(doc, JSON_OUT);
+    return k->body ? KEVO_OK : KEVO_ERR_NOMEM;
 }
 
 static void headers_free(struct curl_slist *h)
@@ -634,7 +537,7 @@ static enum kevo_status call_key(struct call *k, struct kevo_llm_reply *out)
     if (why) {
         set_status(out, "no_key");
         st = set_error(out, NULL, "%s", why);
-    } else if (k->key && !is_token(k->key)) {
+    } else if (k->key && !kevo_llm_is_token(k->key)) {
         /* a line break in a key would end its header and start another */
         set_status(out, "no_key");
         st = set_error(out, k->key, "the key in %s (or the key file) has spaces or control "
@@ -650,29 +553,33 @@ static enum kevo_status call_key(struct call *k, struct kevo_llm_reply *out)
 }
 
 /* Everything a call's attempts share; out->status set ("no_key") when no attempt is made. */
-static enum kevo_status call_prepare(const struct kevo_llm_model *m,
+static enum kevo_status call_prepare(struct kevo_llm *c, const struct kevo_llm_model *m,
                                      const struct kevo_llm_req *r, struct call *k,
                                      struct kevo_llm_reply *out)
 {
     enum kevo_status st;
 
     k->m = m;
+    k->r = r;
     st = call_key(k, out);
     if (st || out->status[0])
         return st;
+    k->mkey = kevo_strdupf("%s:%s@%s", m->api == KEVO_LLM_OPENAI ? "openai" : "anthropic",
+                           m->name, m->base_url);
     k->url = kevo_strdupf("%s/%s", m->base_url,
                           m->api == KEVO_LLM_OPENAI ? "chat/completions" : "messages");
-    k->body = body_build(m, r);
     k->headers = headers_build(m->api, k->key);
-    if (!k->url || !k->body || !k->headers)
+    if (!k->mkey || !k->url || !k->headers)
         return KEVO_ERR_NOMEM;
-    return KEVO_OK;
+    return call_body(c, k);
 }
 
 static void call_free(struct call *k)
 {
     free_secret(k->key);
+    kevo_free(k->mkey);
     kevo_free(k->url);
+    json_decref(k->sent);
     free_secret(k->body);    /* the prompt is not secret, but cheap to wipe */
     headers_free(k->headers);
     memset(k, 0, sizeof *k);
@@ -783,35 +690,110 @@ static char *content_text(json_t *content)
     return kevo_buf_take(&b);
 }
 
-static int64_t usage_int(json_t *root, const char *name)
+/* A count of usage u (a JSON object or NULL); 0 when absent or not a count. */
+static int64_t count_of(json_t *u, const char *name)
 {
-    json_t *v = json_object_get(json_object_get(root, "usage"), name);
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+    json_t *v = json_object_get(u, name);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (int64_t)json_integer_value(v) : 0;
 }
 
-/* The content node of a 2xx reply (json null: the model declined), *why a reason the
- * API gave for stopping; NULL when the reply does not have the API's shape. */
-static json_t *reply_content(enum kevo_llm_api api, json_t *root, const char **why)
+/*
+ * Every count of the reply's usage into out. OpenAI's prompt_tokens holds the cached ones
+ * (prompt_tokens_details.cached_tokens; DeepSeek says prompt_cache_hit_tokens) and its
+ * completion_tokens the reasoning ones (completion_tokens_details.reasoning_tokens).
+ * Anthropic's input_tokens leaves out what was read from or written to its cache, and
+ * its output_tokens holds the thinking without saying how much of it.
+ */
+static void usage_read(enum kevo_llm_api api, json_t *root, struct kevo_llm_reply *out)
 {
-    json_t *ch, *msg, *content;
+    json_t *u = json_object_get(root, "usage");
 
-    *why = NULL;
     if (api == KEVO_LLM_ANTHROPIC) {
-        *why = json_string_value(json_object_get(root, "stop_reason"));
-        content = json_object_get(root, "content");
-        return json_is_array(content) ? content : NULL;
+        out->tokens_cached_in = count_of(u, "cache_read_input_tokens");
+        out->tokens_in = count_of(u, "input_tokens") + count_of(u, "cache_creation_input_tokens") +
+                         out->tokens_cached_in;
+        out->tokens_out = count_of(u, "output_tokens");
+        return;
+    }
+    out->tokens_in = count_of(u, "prompt_tokens");
+    out->tokens_cached_in = count_of(json_object_get(u, "prompt_tokens_details"), "cached_tokens");
+    if (!out->tokens_cached_in)
+        out->tokens_cached_in = count_of(u, "prompt_cache_hit_tokens");
+    out->tokens_out = count_of(u, "completion_tokens");
+    out->tokens_reasoning = count_of(json_object_get(u, "completion_tokens_details"),
+                                     "reasoning_tokens");
+}
+
+/* What a 2xx reply of the API's shape says besides its text. */
+struct said {
+    json_t *content;                     /* json null: the model declined or wrote nothing */
+    const char *stop;                    /* finish_reason or stop_reason; may be NULL */
+    const char *refusal;                 /* OpenAI's refusal text; may be NULL */
+};
+
+/* The content node and stop reason of a 2xx reply; 0 when it does not have the API's
+ * shape. Reasoning the server parsed out (reasoning_content, reasoning, thinking blocks)
+ * is never content. */
+static int reply_content(enum kevo_llm_api api, json_t *root, struct said *s)
+{
+    json_t *ch, *msg;
+
+    memset(s, 0, sizeof *s);
+    if (api == KEVO_LLM_ANTHROPIC) {
+        s->stop = json_string_value(json_object_get(root, "stop_reason"));
+        s->content = json_object_get(root, "content");
+        return json_is_array(s->content);
     }
     ch = json_array_get(json_object_get(root, "choices"), 0);
     msg = json_object_get(ch, "message");
     if (!json_is_object(msg))
-        return NULL;
-    *why = json_string_value(json_object_get(msg, "refusal"));
-    if (!*why)
-        *why = json_string_value(json_object_get(ch, "finish_reason"));
-    content = json_object_get(msg, "content");
-    if (!content || json_is_null(content))
-        return json_null();     /* a declined answer: "content": null beside a refusal */
-    return json_is_string(content) || json_is_array(content) ? content : NULL;
+        return 0;
+    s->refusal = json_string_value(json_object_get(msg, "refusal"));
+    s->stop = json_string_value(json_object_get(ch, "finish_reason"));
+    s->content = json_object_get(msg, "content");
+    if (!s->content || json_is_null(s->content)) {
+        s->content = json_null();   /* a declined answer: "content": null beside a refusal */
+        return 1;
+    }
+    return json_is_string(s->content) || json_is_array(s->content);
+}
+
+/* The length of s's blanks at its start. */
+static size_t blanks(const char *s)
+{
+    return strspn(s, " \t\r\n");
+}
+
+/*
+ * text without the reasoning a server left in it (in place). Reasoning models served
+ * without a reasoning parser write <think>...</think> before the answer; a chat template
+ * that opens the block in the prompt leaves only the closing tag; a reply cut while
+ * thinking has no closing tag. So: everything up to a </think> with no <think> before
+ * it, then each leading <think>...</think> block, and a leading <think> that is never
+ * closed takes the rest with it.
+ */
+static void strip_think(char *text)
+{
+    char *open = strstr(text, "<think>"), *close = strstr(text, "</think>"), *p;
+
+    if (close && (!open || open > close))
+        memmove(text, close + 8, strlen(close + 8) + 1);
+    for (p = text + blanks(text); strncmp(p, "<think>", 7) == 0; p = text + blanks(text)) {
+        close = strstr(p + 7, "</think>");
+        if (!close) {
+            text[0] = '\0';
+            return;
+        }
+        memmove(text, close + 8, strlen(close + 8) + 1);
+    }
+}
+
+/* A stop for want of room: OpenAI and the servers imitating it say "length", Anthropic
+ * "max_tokens" (or "model_context_window_exceeded" when the context ran out first). */
+static int is_cut(const char *stop)
+{
+    return stop && (strcmp(stop, "length") == 0 || strcmp(stop, "max_tokens") == 0 ||
+                    strcmp(stop, "model_context_window_exceeded") == 0);
 }
 
 static enum kevo_status bad_reply(struct kevo_llm_reply *out, const struct call *k,
@@ -822,7 +804,7 @@ static enum kevo_status bad_reply(struct kevo_llm_reply *out, const struct call 
 
     if (!clean)
         return KEVO_ERR_NOMEM;
-    excerpt(clean, strlen(clean), ex);
+    kevo_llm_excerpt(clean, strlen(clean), ex);
     kevo_free(clean);
     set_status(out, "bad_reply");
     return set_error(out, k->key, "%s from %s: %s; reply: '%s'", what, k->url,
@@ -830,29 +812,36 @@ static enum kevo_status bad_reply(struct kevo_llm_reply *out, const struct call 
                      ex);
 }
 
-/* The text and usage of a reply of the API's shape into out: "ok" or "refused". */
-static enum kevo_status judge_text(const struct call *k, json_t *root, json_t *content,
-                                   const char *why, struct kevo_llm_reply *out)
+/* The text and usage of a reply of the API's shape into out: "ok", "truncated" (the
+ * output limit stopped it: never usable, whatever it wrote) or "refused" (no text). */
+static enum kevo_status judge_text(const struct call *k, json_t *root, const struct said *s,
+                                   struct kevo_llm_reply *out)
 {
-    int openai = k->m->api == KEVO_LLM_OPENAI;
     char *text = NULL;
 
-    if (!json_is_null(content)) {
-        text = content_text(content);
+    if (!json_is_null(s->content)) {
+        text = content_text(s->content);
         if (!text)
             return KEVO_ERR_NOMEM;
+        strip_think(text);
     }
-    out->tokens_in = usage_int(root, openai ? "prompt_tokens" : "input_tokens");
-    out->tokens_out = usage_int(root, openai ? "completion_tokens" : "output_tokens");
-    if (text && *text) {
+    usage_read(k->m->api, root, out);
+    if (!is_cut(s->stop) && text && *text) {
         set_status(out, "ok");
         out->text = text;
         return KEVO_OK;
     }
     kevo_free(text);
+    if (is_cut(s->stop)) {
+        set_status(out, "truncated");
+        return set_error(out, k->key, "%s stopped at its output limit (%s) after %lld output "
+                         "tokens, %lld of them reasoning: nothing usable; give it a larger "
+                         "max_output", k->m->name, s->stop, (long long)out->tokens_out,
+                         (long long)out->tokens_reasoning);
+    }
     set_status(out, "refused");
     return set_error(out, k->key, "%s returned no text (%s)", k->m->name,
-                     why ? why : "empty content");
+                     s->refusal ? s->refusal : s->stop ? s->stop : "empty content");
 }
 
 /* A 2xx reply. */
@@ -860,35 +849,39 @@ static enum kevo_status judge_ok(const struct call *k, const struct attempt *a,
                                  struct kevo_llm_reply *out)
 {
     json_t *root = json_loadb(a->body.data ? a->body.data : "", a->body.len, 0, NULL);
-    json_t *content = NULL;
-    const char *why = NULL;
+    struct said s;
     enum kevo_status st;
 
-    if (json_is_object(root))
-        content = reply_content(k->m->api, root, &why);
-    if (!content)
-        st = bad_reply(out, k, root ? "no content" : "not JSON", &a->body);
+    if (json_is_object(root) && reply_content(k->m->api, root, &s))
+        st = judge_text(k, root, &s, out);
     else
-        st = judge_text(k, root, content, why, out);
+        st = bad_reply(out, k, root ? "no content" : "not JSON", &a->body);
     json_decref(root);
     return st;
 }
 
-/* A non-2xx reply: the API's own message when it sent one ({"error":{"message"}} in both
- * APIs), else an excerpt of the body. */
+/* The API's own message in an error body (borrowed from root): {"error":{"message"}}
+ * (OpenAI, Anthropic, newer vLLM) or {"message"} (older vLLM, SGLang); NULL if none. */
+static const char *error_message(json_t *root)
+{
+    const char *msg = json_string_value(json_object_get(json_object_get(root, "error"),
+                                                        "message"));
+    return msg ? msg : json_string_value(json_object_get(root, "message"));
+}
+
+/* A non-2xx reply: the API's own message when it sent one, else an excerpt of the body. */
 static enum kevo_status judge_http(const struct call *k, const struct attempt *a,
                                    struct kevo_llm_reply *out)
 {
     json_t *root = json_loadb(a->body.data ? a->body.data : "", a->body.len, 0, NULL);
-    const char *msg = json_string_value(json_object_get(json_object_get(root, "error"),
-                                                        "message"));
+    const char *msg = error_message(root);
     char *clean = redact(msg ? msg : kevo_buf_str(&a->body), k->key);
     char ex[EXCERPT_MAX + 1];
     enum kevo_status st = KEVO_ERR_NOMEM;
 
     json_decref(root);
     if (clean) {
-        excerpt(clean, strlen(clean), ex);
+        kevo_llm_excerpt(clean, strlen(clean), ex);
         snprintf(out->status, sizeof out->status, "http_%ld", a->http);
         st = set_error(out, k->key, "HTTP %ld from %s: %s", a->http, k->url, ex);
     }
@@ -934,6 +927,237 @@ static enum kevo_status attempt_judge(const struct call *k, const struct attempt
     return judge_http(k, a, out);
 }
 
+/* ---- self-healing: a parameter the model refuses ---- */
+
+/* How providers say they refuse a parameter (matched without case): OpenAI "Unsupported
+ * parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'
+ * instead.", "Unsupported value: 'temperature' does not support 0.7 with this model. Only
+ * the default (1) value is supported."; Anthropic "`temperature` is deprecated for this
+ * model.", "`temperature` and `top_p` cannot both be specified for this model", "`temperature`
+ * may only be set to 1 when thinking is enabled", "...: Extra inputs are not permitted";
+ * other servers "unrecognized", "unknown", "not allowed". */
+static const char *const refusal_words[] = {
+    "unsupported", "not supported", "does not support", "deprecated", "not permitted",
+    "not allowed", "cannot both", "only the default", "may only be set", "unrecognized",
+    "unknown", "extra inputs",
+};
+
+/* Members without which there is no request: never left out. */
+static int is_core_member(const char *name)
+{
+    return !strcmp(name, "model") || !strcmp(name, "messages") || !strcmp(name, "system") ||
+           !strcmp(name, "stream");
+}
+
+static int is_name_char(char ch)
+{
+    return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9');
+}
+
+/* Where name first stands in msg as a word of its own ("max_tokens" is not in
+ * "max_completion_tokens"); NULL if nowhere. */
+static const char *word_in(const char *msg, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(msg, name); p && n; p = strstr(p + 1, name)) {
+        if ((p == msg || !is_name_char(p[-1])) && !is_name_char(p[n]))
+            return p;
+    }
+    return NULL;
+}
+
+/* The member of sent a refusal names: its "param" when that is one, else the one msg
+ * names first (borrowed from sent or param); NULL if none. */
+static const char *refused_member(json_t *sent, const char *param, const char *msg)
+{
+    const char *key, *best = NULL, *at = NULL, *p;
+    json_t *v;
+
+    if (param && json_object_get(sent, param) && !is_core_member(param))
+        return param;
+    json_object_foreach(sent, key, v) {
+        p = is_core_member(key) ? NULL : word_in(msg, key);
+        if (p && (!at || p < at)) {
+            at = p;
+            best = key;
+        }
+    }
+    return best;
+}
+
+/* The most output a refusal allows: Anthropic "max_tokens: 32000 > 8192, which is the
+ * maximum allowed number of output tokens for ...", OpenAI "max_tokens is too large:
+ * 32000. This model supports at most 16384 completion tokens"; 0 when it says none. */
+static json_int_t limit_in(const char *msg)
+{
+    const char *p = strstr(msg, "max_tokens: ");
+    char *end = NULL;
+    long long want, most;
+
+    if (p) {
+        want = strtoll(p + 12, &end, 10);
+        if (end != p + 12 && strncmp(end, " > ", 3) == 0) {
+            most = strtoll(end + 3, NULL, 10);
+            if (most > 0 && most < want)
+                return most;
+        }
+    }
+    p = strstr(msg, "supports at most ");
+    most = p ? strtoll(p + 17, NULL, 10) : 0;
+    return most > 0 ? most : 0;
+}
+
+/* What to do about the refused member name: rename the output limit to the other name,
+ * or leave the member out (never Anthropic's max_tokens, which it requires). 0: nothing. */
+static int refusal_rule(const struct call *k, const char *name, const char *msg,
+                        struct adapt *a)
+{
+    if (strlen(name) >= sizeof a->param)
+        return 0;
+    snprintf(a->param, sizeof a->param, "%s", name);
+    a->kind = ADAPT_DROP;
+    if (strcmp(name, "max_tokens") == 0 && k->m->api == KEVO_LLM_ANTHROPIC)
+        return 0;
+    if (strcmp(name, "max_tokens") == 0 && word_in(msg, "max_completion_tokens"))
+        a->kind = ADAPT_RENAME;
+    if (strcmp(name, "max_completion_tokens") == 0)
+        a->kind = ADAPT_RENAME;
+    if (a->kind == ADAPT_RENAME)
+        snprintf(a->to, sizeof a->to, "%s",
+                 strcmp(name, "max_tokens") == 0 ? "max_completion_tokens" : "max_tokens");
+    return 1;
+}
+
+/* The change a 400's body asks of k's request into *a: 1, or 0 when it names nothing
+ * kevo may change (a is then empty). */
+static int heal_rule(const struct call *k, const struct attempt *at, struct adapt *a)
+{
+    json_t *root = json_loadb(at->body.data ? at->body.data : "", at->body.len, 0, NULL);
+    const char *msg = error_message(root), *name = NULL;
+    const char *param = json_string_value(json_object_get(json_object_get(root, "error"),
+                                                          "param"));
+    const char *lim = json_object_get(k->sent, "max_completion_tokens") ? "max_completion_tokens"
+                                                                         : "max_tokens";
+    json_int_t most;
+    int found = 0;
+
+    memset(a, 0, sizeof *a);
+    if (!msg)
+        msg = kevo_buf_str(&at->body);
+    most = limit_in(msg);
+    if (most && json_object_get(k->sent, lim)) {
+        a->kind = ADAPT_LIMIT;
+        a->limit = most;
+        snprintf(a->param, sizeof a->param, "%s", lim);
+        found = json_integer_value(json_object_get(k->sent, lim)) > most;
+    } else if (k->m->api == KEVO_LLM_OPENAI && strcasestr(msg, "maximum context length") &&
+               json_object_get(k->sent, lim)) {
+        /* vLLM, SGLang: the limit and the prompt do not fit the context; without a limit
+         * the server takes what is left of it */
+        a->kind = ADAPT_DROP;
+        snprintf(a->param, sizeof a->param, "%s", lim);
+        found = 1;
+    } else {
+        for (size_t i = 0; !name && i < sizeof refusal_words / sizeof refusal_words[0]; i++) {
+            if (strcasestr(msg, refusal_words[i]))
+                name = refused_member(k->sent, param, msg);
+        }
+        found = name && refusal_rule(k, name, msg, a);
+    }
+    json_decref(root);
+    if (!found)
+        memset(a, 0, sizeof *a);
+    return found;
+}
+
+/* a (for k's model) into the client's table unless it is there: 1 when this call learned
+ * it, 0 when another call did first or the table is full, -1 out of memory. */
+static int adapt_keep(struct kevo_llm *c, const struct call *k, const struct adapt *a)
+{
+    int r = 1;
+
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n_adapts && r == 1; i++) {
+        const struct adapt *x = &c->adapts[i];
+        if (!strcmp(x->model, k->mkey) && x->kind == a->kind && !strcmp(x->param, a->param) &&
+            (x->kind != ADAPT_LIMIT || x->limit <= a->limit))
+            r = 0;
+    }
+    if (r == 1 && c->n_adapts < ADAPT_MAX) {
+        c->adapts[c->n_adapts] = *a;
+        c->adapts[c->n_adapts].model = kevo_strdup(k->mkey);
+        if (c->adapts[c->n_adapts].model)
+            c->n_adapts++;
+        else
+            r = -1;
+    } else if (r == 1) {
+        r = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+/* What a does, for a person, on one printable line: "temperature left out". */
+static void adapt_say(const struct adapt *a, char *what, size_t n)
+{
+    if (a->kind == ADAPT_DROP)
+        snprintf(what, n, "%s left out", a->param);
+    else if (a->kind == ADAPT_RENAME)
+        snprintf(what, n, "%s sent as %s", a->param, a->to);
+    else
+        snprintf(what, n, "%s lowered to %lld", a->param, (long long)a->limit);
+    for (char *p = what; *p; p++) {
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+            *p = ' ';
+    }
+}
+
+/* What a does, "; "-joined onto out->adapted. */
+static enum kevo_status adapted_add(struct kevo_llm_reply *out, const struct adapt *a)
+{
+    char what[160];
+    char *s;
+
+    adapt_say(a, what, sizeof what);
+    s = out->adapted ? kevo_strdupf("%s; %s", out->adapted, what) : kevo_strdup(what);
+    if (!s)
+        return KEVO_ERR_NOMEM;
+    kevo_free(out->adapted);
+    out->adapted = s;
+    return KEVO_OK;
+}
+
+/* A 400 (or 422) that refuses a parameter: k's request changed, for this call and (kept
+ * by the client) every later one of the model; *again when a changed request is ready. */
+static enum kevo_status call_heal(struct kevo_llm *c, struct call *k, const struct attempt *at,
+                                  struct kevo_llm_reply *out, int *again)
+{
+    struct adapt a;
+    char *before = NULL, what[160];
+    enum kevo_status st;
+    int learned;
+
+    *again = 0;
+    if (!heal_rule(k, at, &a))
+        return KEVO_OK;
+    learned = adapt_keep(c, k, &a);
+    if (learned < 0)
+        return KEVO_ERR_NOMEM;
+    before = kevo_strdup(k->body);
+    if (!before)
+        return KEVO_ERR_NOMEM;
+    st = call_body(c, k);
+    *again = !st && strcmp(before, k->body) != 0;
+    kevo_free(before);
+    if (st || !learned || !*again)
+        return st;
+    adapt_say(&a, what, sizeof what);
+    KEVO_INFO("llm: %s refused a parameter (HTTP %ld): %s, in this call and every later one",
+              k->m->name, at->http, what);
+    return adapted_add(out, &a);
+}
+
 /* ---- the call ---- */
 
 /* The sleep before attempt i+1: backoff_s * 2^(i-1), +-50% jitter, at least Retry-After,
@@ -957,38 +1181,52 @@ static void reply_reset(struct kevo_llm_reply *out)
     kevo_free(out->text);
     kevo_free(out->error);
     out->text = out->error = NULL;
-    out->tokens_in = out->tokens_out = 0;
+    out->tokens_in = out->tokens_out = out->tokens_cached_in = out->tokens_reasoning = 0;
     out->status[0] = '\0';
 }
 
-static enum kevo_status call_run(struct kevo_llm *c, const struct call *k,
-                                 struct kevo_llm_reply *out)
+/* Attempts until one is final: transient failures are retried up to max_attempts with
+ * backoff; a refused parameter changes the request, which goes at once, outside that
+ * count (at most HEAL_MAX times: each change must be new). */
+static enum kevo_status call_run(struct kevo_llm *c, struct call *k, struct kevo_llm_reply *out)
 {
     enum kevo_status st = KEVO_OK;
     struct attempt a;
     double waited = 0, w;
-    int retry = 0;
+    int retry = 0, tries = 0, heals = 0, again = 0;
 
-    for (int i = 1; i <= c->lim.max_attempts; i++) {
+    for (;;) {
         reply_reset(out);
-        out->attempts = i;
+        out->attempts++;
+        tries++;
         st = attempt_run(c, k, &a);
         if (!st)
             st = attempt_judge(k, &a, out, &retry);
+        again = 0;
+        if (!st && a.cc == CURLE_OK && (a.http == 400 || a.http == 422) && heals < HEAL_MAX)
+            st = call_heal(c, k, &a, out, &again);
         kevo_buf_free(&a.body);
-        if (st || !retry || i == c->lim.max_attempts)
+        if (!st && again) {
+            heals++;
+            tries--;
+            continue;
+        }
+        if (st || !retry || tries >= c->lim.max_attempts)
             break;
-        w = backoff_wait(c, i, a.retry_after, c->lim.max_wait_s - waited);
+        w = backoff_wait(c, tries, a.retry_after, c->lim.max_wait_s - waited);
         if (w < 0)
             break;
-        KEVO_INFO("llm: %s attempt %d of %d: %s; again in %.2f s", k->m->name, i,
+        KEVO_INFO("llm: %s attempt %d of %d: %s; again in %.2f s", k->m->name, tries,
                   c->lim.max_attempts, out->status, w);
         sleep_s(w);
         waited += w;
     }
-    if (!st && out->attempts > 1 && strcmp(out->status, "ok") != 0)
+    if (!st && tries > 1 && strcmp(out->status, "ok") != 0)
         st = set_error(out, k->key, "gave up after %d attempts (%.1f s of backoff): %s",
                        out->attempts, waited, out->error ? out->error : out->status);
+    if (!st && out->adapted && strcmp(out->status, "ok") != 0)
+        st = set_error(out, k->key, "%s (after adapting the request: %s)",
+                       out->error ? out->error : out->status, out->adapted);
     return st;
 }
 
@@ -1003,7 +1241,7 @@ enum kevo_status kevo_llm_complete(struct kevo_llm *c, const struct kevo_llm_mod
     memset(&k, 0, sizeof k);
     if (!c || !m || !r || !r->prompt || !m->name || !m->base_url)
         goto out;
-    st = call_prepare(m, r, &k, out);
+    st = call_prepare(c, m, r, &k, out);
     if (st || out->status[0])
         goto out;
     st = call_run(c, &k, out);
@@ -1023,5 +1261,6 @@ void kevo_llm_reply_clear(struct kevo_llm_reply *r)
         return;
     kevo_free(r->text);
     kevo_free(r->error);
+    kevo_free(r->adapted);
     memset(r, 0, sizeof *r);
 }

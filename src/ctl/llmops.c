@@ -3,6 +3,7 @@
  */
 #include "ctl/llmops.h"
 #include "ctl/genome.h"
+#include "base/buf.h"
 #include "base/mem.h"
 
 #include <pthread.h>
@@ -58,11 +59,18 @@ struct kevo_llmops {
     double spent, reserved;
     pthread_t threads[MAX_THREADS];
     struct model_stat *models;
+    struct kevo_llm_model *eff;   /* cfg.models with cfg's defaults filled in (shallow
+                                     copies: the strings are cfg.models') */
 };
 
-static double price(const struct kevo_llm_model *m, int64_t in, int64_t out)
+/* What in tokens of input (cached of them read from the provider's cache) and out of
+ * output cost at m's prices. */
+static double price(const struct kevo_llm_model *m, int64_t in, int64_t cached, int64_t out)
 {
-    return ((double)in * m->price_in + (double)out * m->price_out) / 1e6;
+    double pc = m->price_cached_in > 0 ? m->price_cached_in : m->price_in;
+    cached = cached < 0 ? 0 : cached > in ? in : cached;
+    return ((double)(in - cached) * m->price_in + (double)cached * pc +
+            (double)out * m->price_out) / 1e6;
 }
 
 static void *worker(void *p)
@@ -83,15 +91,17 @@ static void *worker(void *p)
         pthread_mutex_unlock(&o->mu);
 
         struct kevo_llm_call *c = it->call;
-        const struct kevo_llm_model *m = &o->cfg.models[c->model];
+        const struct kevo_llm_model *m = &o->eff[c->model];
         if (!c->from_cache) {
-            struct kevo_llm_req rq = { c->system, c->user, o->cfg.temperature, o->cfg.max_tokens };
+            struct kevo_llm_req rq = { c->system, c->user };
             if (kevo_llm_complete(o->client, m, &rq, &c->reply) != KEVO_OK &&
                 !c->reply.status[0])
                 snprintf(c->reply.status, sizeof c->reply.status, "kevo_error");
-            c->cost = price(m, c->reply.tokens_in, c->reply.tokens_out);
+            c->cost = price(m, c->reply.tokens_in, c->reply.tokens_cached_in,
+                            c->reply.tokens_out);
             /* a reply without usage is charged its worst case: the cap must hold */
-            if (!strcmp(c->reply.status, "ok") && !c->reply.tokens_in && !c->reply.tokens_out)
+            if ((!strcmp(c->reply.status, "ok") || !strcmp(c->reply.status, "truncated")) &&
+                !c->reply.tokens_in && !c->reply.tokens_out)
                 c->cost = c->reserve;
         }
         pthread_mutex_lock(&o->mu);
@@ -118,10 +128,19 @@ enum kevo_status kevo_llmops_new(const struct kevo_llmops_cfg *cfg, kevo_llmops_
     pthread_mutex_init(&o->mu, NULL);
     pthread_cond_init(&o->cv, NULL);
     o->models = kevo_calloc((size_t)cfg->n_models + 1, sizeof *o->models);
-    if (!o->models || cfg->n_models < 1)
-        st = o->models ? KEVO_ERR_INVALID : KEVO_ERR_NOMEM;
+    o->eff = kevo_calloc((size_t)cfg->n_models + 1, sizeof *o->eff);
+    if (!o->models || !o->eff || cfg->n_models < 1)
+        st = o->models && o->eff ? KEVO_ERR_INVALID : KEVO_ERR_NOMEM;
     for (int i = 0; !st && i < cfg->n_models; i++) {
         const struct kevo_llm_model *m = &cfg->models[i];
+        /* what a model's spec leaves unset, the run's defaults say (llmops.h) */
+        o->eff[i] = *m;
+        if (!m->has_temperature && cfg->temperature >= 0) {
+            o->eff[i].has_temperature = 1;
+            o->eff[i].temperature = cfg->temperature;
+        }
+        if (m->max_output <= 0)
+            o->eff[i].max_output = cfg->max_tokens > 0 ? cfg->max_tokens : KEVO_LLM_MAX_OUTPUT;
         const char *api = m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai";
         o->models[i].name = kevo_strdupf("%s:%s@%s", api, m->name, m->base_url);
         if (!o->models[i].name)
@@ -168,6 +187,7 @@ void kevo_llmops_free(struct kevo_llmops *o)
     for (int i = 0; o->models && i < o->cfg.n_models; i++)
         kevo_free(o->models[i].name);
     kevo_free(o->models);
+    kevo_free(o->eff);   /* shallow copies: nothing of theirs to free */
     pthread_mutex_destroy(&o->mu);
     pthread_cond_destroy(&o->cv);
     kevo_free(o);
@@ -203,36 +223,44 @@ void kevo_llmops_model_result(struct kevo_llmops *o, int model, int ok, int impr
 
 enum kevo_status kevo_llmops_hash(const struct kevo_llmops *o, struct kevo_llm_call *c)
 {
-    char head[1200];
-    const struct kevo_llm_model *m = &o->cfg.models[c->model];
+    const struct kevo_llm_model *m = &o->eff[c->model];
+    struct kevo_buf b;
+    enum kevo_status st;
+
     /* the model, not where it is served from: the same model behind another URL answers
-     * from the same cache */
-    int n = snprintf(head, sizeof head, "%s:%s|t=%.6g|max=%d|",
-                     m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai", m->name,
-                     o->cfg.temperature, o->cfg.max_tokens);
-    size_t ls = c->system ? strlen(c->system) : 0, lu = c->user ? strlen(c->user) : 0;
-    char *all = kevo_malloc(sizeof head + ls + lu + 2);
-    if (!all)
-        return KEVO_ERR_NOMEM;
-    if (n < 0 || (size_t)n >= sizeof head)
-        n = (int)strlen(head);
-    memcpy(all, head, (size_t)n);
-    memcpy(all + n, c->system ? c->system : "", ls);
-    all[n + ls] = '\x1e';
-    memcpy(all + n + ls + 1, c->user ? c->user : "", lu);
-    enum kevo_status st = kevo_sha256_hex(all, (size_t)n + ls + 1 + lu, c->prompt_hash);
-    kevo_free(all);
+     * from the same cache; then the settings it is asked with (t=-1: no temperature).
+     * Settings that runs recorded before them could not have add nothing, so a replay of
+     * such a run asks its prompts under their old hashes ("...|t=0.7|max=8192|") */
+    kevo_buf_init(&b, 0);
+    st = kevo_buf_addf(&b, "%s:%s|t=%.6g|max=%d|",
+                       m->api == KEVO_LLM_ANTHROPIC ? "anthropic" : "openai", m->name,
+                       m->has_temperature ? m->temperature : -1.0, m->max_output);
+    if (!st && m->reasoning_effort)
+        st = kevo_buf_addf(&b, "effort=%s|", m->reasoning_effort);
+    if (!st && m->thinking)
+        st = kevo_buf_addf(&b, "thinking=%d|", m->thinking);
+    if (!st && m->extra)
+        st = kevo_buf_addf(&b, "extra=%s|", m->extra);
+    if (!st)
+        st = kevo_buf_adds(&b, c->system ? c->system : "");
+    if (!st)
+        st = kevo_buf_add(&b, "\x1e", 1);
+    if (!st)
+        st = kevo_buf_adds(&b, c->user ? c->user : "");
+    if (!st)
+        st = kevo_sha256_hex(b.data, b.len, c->prompt_hash);
+    kevo_buf_free(&b);
     return st;
 }
 
 enum kevo_status kevo_llmops_submit(struct kevo_llmops *o, struct kevo_llm_call *c)
 {
-    const struct kevo_llm_model *m = &o->cfg.models[c->model];
-    int max_out = o->cfg.max_tokens > 0 ? o->cfg.max_tokens : 8192;
-    /* the worst case: a token per byte of prompt, the whole max_tokens of output */
+    const struct kevo_llm_model *m = &o->eff[c->model];
+    /* the worst case: a token per byte of prompt, none of it cached, and the model's whole
+     * output limit */
     double reserve = c->from_cache ? 0 : price(m, (int64_t)((c->user ? strlen(c->user) : 0) +
                                                             (c->system ? strlen(c->system) : 0)) + 1,
-                                               max_out);
+                                               0, m->max_output);
     struct item *it = kevo_calloc(1, sizeof *it);
 
     if (!it) {
@@ -313,4 +341,9 @@ double kevo_llmops_spent(struct kevo_llmops *o)
 const char *kevo_llmops_model_name(const struct kevo_llmops *o, int i)
 {
     return i >= 0 && i < o->cfg.n_models ? o->models[i].name : "?";
+}
+
+const struct kevo_llm_model *kevo_llmops_model(const struct kevo_llmops *o, int i)
+{
+    return i >= 0 && i < o->cfg.n_models ? &o->eff[i] : NULL;
 }

@@ -46,6 +46,8 @@ struct kevo_llm_call {
                                          submitted, so delivery cannot fail); kevo_free'd
                                          with the call */
     int from_cache;                   /* answered from the archive's response cache */
+    int64_t imported;                 /* answered by a reply imported for this pending call
+                                         (an llm_calls row; exchange.h); 0: none */
     struct kevo_llm_reply reply;
     double cost;
     double reserve;                   /* the worst case held for it until settled */
@@ -60,10 +62,20 @@ struct kevo_llmops_cfg {
     struct kevo_llm_limits limits;
     double cost_cap;                       /* 0: none */
     double spent_before;                   /* what earlier sessions of the run spent */
+    /* for a model whose spec does not set them: temperature (< 0: none sent) and output
+     * limit (0: KEVO_LLM_MAX_OUTPUT). They go into the prompt hash and size the reserve */
     double temperature;
     int max_tokens;
     int replay;                            /* 1: no network, no threads (see above) */
 };
+
+/*
+ * The defaults a run's config records as "llm_settings" (a new number whenever they
+ * change, so a replay or a resumed run asks with the ones it started with): absent, runs
+ * recorded before per-model settings: temperature 0.7 and 8192 output tokens for every
+ * model; 2: no temperature and KEVO_LLM_MAX_OUTPUT, unless the model's spec says.
+ */
+#define KEVO_LLMOPS_SETTINGS 2
 
 typedef void (*kevo_llmops_done_fn)(void *user, struct kevo_llm_call *call);  /* takes it */
 
@@ -79,7 +91,8 @@ void kevo_llmops_free(struct kevo_llmops *o);
 int kevo_llmops_pick_model(struct kevo_llmops *o, double unit_random);
 /* A model's candidate came back: ok, and whether it beat its parent. */
 void kevo_llmops_model_result(struct kevo_llmops *o, int model, int ok, int improved);
-/* The prompt hash of a call (set in call->prompt_hash). */
+/* The prompt hash of a call (set in call->prompt_hash): the model (provider and name),
+ * the settings it is asked with, and the prompt. */
 KEVO_NODISCARD enum kevo_status kevo_llmops_hash(const struct kevo_llmops *o,
                                                  struct kevo_llm_call *call);
 /*
@@ -97,5 +110,8 @@ int kevo_llmops_in_flight(struct kevo_llmops *o);
 double kevo_llmops_spent(struct kevo_llmops *o);
 /* "openai:gpt-5@https://host/v1" for model i (borrowed; never a key). */
 const char *kevo_llmops_model_name(const struct kevo_llmops *o, int i);
+/* Model i as its calls are sent: its spec's settings, cfg's defaults where it sets none
+ * (borrowed); NULL for no such model. */
+const struct kevo_llm_model *kevo_llmops_model(const struct kevo_llmops *o, int i);
 
 #endif

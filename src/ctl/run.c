@@ -704,6 +704,30 @@ static enum kevo_status new_search(struct runctx *r)
     return KEVO_OK;
 }
 
+/* A finished (done) run goes on only with a budget (this session's --budget, else its
+ * own) above the evaluations it made; a stopped or killed one as it is. */
+static enum kevo_status resume_room(struct runctx *r)
+{
+    struct kevo_run_rec rr;
+    int64_t n = 0, nd = 0, nok = 0;
+    int64_t budget = kevo_run_opt_i(r, r->o->budget, "budget", DEFAULT_BUDGET);
+    enum kevo_status st;
+
+    memset(&rr, 0, sizeof rr);
+    st = kevo_archive_run_get(r->ar, r->run, &rr);
+    if (!st)
+        st = kevo_archive_counts(r->ar, r->run, &n, &nd, &nok);
+    if (st)
+        st = kevo_run_fail(r, st, "run %lld: %s", (long long)r->run, kevo_archive_errmsg(r->ar));
+    else if (rr.status == KEVO_RUN_DONE && budget <= nd)
+        st = kevo_run_fail(r, KEVO_ERR_INVALID, "run %lld is done: it made %lld evaluations "
+                           "of a budget of %lld; resume it with a larger --budget (more than "
+                           "%lld) to go on", (long long)r->run, (long long)nd,
+                           (long long)budget, (long long)nd);
+    kevo_archive_run_clear(&rr);
+    return st;
+}
+
 static enum kevo_status setup(struct runctx *r)
 {
     const struct kevo_run_opts *o;
@@ -712,6 +736,8 @@ static enum kevo_status setup(struct runctx *r)
     if (!st)
         st = r->steps->open(r);   /* the task and the options */
     o = r->o;
+    if (!st && o->resume)
+        st = resume_room(r);   /* before anything is checked or started */
     if (!st)
         st = new_search(r);   /* checks the search options before the run exists */
     if (!st && r->steps->check)
@@ -725,6 +751,7 @@ static enum kevo_status setup(struct runctx *r)
                      : r->set.task->lang == KEVO_LANG_C ? "cpu" : "cuda";
     if (!o->resume) {
         json_t *cfg = config_json(o, r->set.backend);
+        json_object_set_new(cfg, "llm_settings", json_integer(KEVO_LLMOPS_SETTINGS));
         if (o->replay)
             json_object_set_new(cfg, "replay_of", json_integer(o->replay));
         if (r->llm)
@@ -800,6 +827,19 @@ static enum kevo_status finish(struct runctx *r, json_t *rep)
     /* as recorded: a replay spends nothing */
     if (r->llm && kevo_archive_llm_cost(r->ar, r->run, &spent) == KEVO_OK)
         json_object_set_new(rep, "llm_spent", json_real(spent));
+    if (r->llm) {   /* per model, all sessions: priced by this one's table or the first's */
+        json_t *prices = kevo_run_llm_prices(r);
+        json_object_update_missing(prices, json_object_get(r->set.cfg, "prices_used"));
+        json_object_set_new(rep, "llm_models", kevo_runs_llm_models(r->ar, r->run, prices));
+        json_decref(prices);
+    }
+    /* an offline run: the calls that wait for `kevo llm pending` (docs/llm.md) */
+    struct kevo_llm_wanted *w = NULL;
+    int nw = 0;
+    if (r->llm && r->o->offline && !r->steps->recorded &&
+        kevo_archive_llm_pending(r->ar, r->run, &w, &nw) == KEVO_OK)
+        json_object_set_new(rep, "llm_pending", json_integer(nw));
+    kevo_archive_llm_wanted_free(w, nw);
     return st;
 }
 
@@ -827,6 +867,8 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
         *run_id = r.run;
     if (!st)
         st = r.steps->begin(&r);   /* the reference, the first candidates */
+    if (!st)
+        st = kevo_run_llm_imports(&r);   /* a resumed run's imported replies first */
     if (!st) {
         kevo_run_event(&r, json_pack("{s:s, s:I, s:s, s:s, s:I, s:i, s:b, s:I}", "event", "start",
                                      "run", (json_int_t)r.run, "task", r.set.task->name,

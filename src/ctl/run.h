@@ -9,7 +9,10 @@
 #define KEVO_RUN_H
 
 #include "kevo.h"
+#include <jansson.h>
 #include <stddef.h>
+
+struct kevo_archive;
 
 /* The task file as a candidate: every directive but launch/call turned into a plain
  * comment (the starting point when no --seed is given). kevo_free the result. */
@@ -19,5 +22,10 @@ KEVO_NODISCARD enum kevo_status kevo_run_reference_candidate(const char *task_te
 /* The archive path: $KEVO_ARCHIVE, else $XDG_DATA_HOME/kevo/archive.db, else
  * ~/.local/share/kevo/archive.db. */
 KEVO_NODISCARD enum kevo_status kevo_run_default_archive(char *out, size_t n);
+
+/* What each LLM model of run did (kevo_archive_llm_models_json), "cost" null for a model
+ * that has no price: prices ({"NAME": {...}}, the run's "prices_used") lacks its name and
+ * its calls cost nothing. A new reference; JSON null when the archive cannot say. */
+json_t *kevo_runs_llm_models(struct kevo_archive *a, int64_t run, const json_t *prices);
 
 #endif

@@ -13,7 +13,9 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "core/result.h"
+#include "ctl/exchange.h"
 #include "ctl/llm.h"
+#include "ctl/models.h"
 #include "ctl/prompt.h"
 #include "ctl/reply.h"
 #include "ctl/steps.h"
@@ -26,7 +28,7 @@
 #ifndef KEVO_SOURCE_DIR
 #define KEVO_SOURCE_DIR "."
 #endif
-#define LLM_TEMPERATURE 0.7
+#define LLM_TEMPERATURE 0.7            /* the settings of runs recorded before "llm_settings" */
 #define LLM_MAX_TOKENS 8192
 #define SIBLINGS 8
 #define LLM_IDLE_MAX 3                 /* calls with nothing new before waiting for a result */
@@ -36,6 +38,11 @@
 
 struct hashset {                       /* prompt hashes (a run asks hundreds, not millions) */
     char (*h)[KEVO_HASH_HEX];
+    int n, cap;
+};
+
+struct idset {                         /* candidate ids (a session's imported ones) */
+    int64_t *v;
     int n, cap;
 };
 
@@ -62,6 +69,8 @@ struct run_llm {
     struct hashset dry;                /* prompts whose answer brought nothing new: not asked
                                           again in this session */
     struct hashset unusable;           /* prompts that got an unusable reply (twice: dry) */
+    struct hashset wanted;             /* prompts an offline session recorded as pending */
+    struct idset awaiting;             /* candidates of imported replies, not evaluated yet */
     int64_t submitted;                 /* calls submitted in this session (refused ones too) */
     int failed;                        /* calls in a row the provider failed */
 };
@@ -111,7 +120,8 @@ static const char *dir_of(const char *opt, const char *env, const char *sub, cha
 }
 
 /* Prices per million tokens from the price table (docs/llm.md "Cost"); a replay's are
- * the ones its original ran with (they size the cost cap's reserves). */
+ * the ones its original ran with (they size the cost cap's reserves). A model the table
+ * has is priced (at 0 too: a local model); one it lacks has no price. */
 static enum kevo_status load_prices(struct runctx *r)
 {
     char def[PATH_MAX];
@@ -125,8 +135,13 @@ static enum kevo_status load_prices(struct runctx *r)
     for (int i = 0; i < r->llm->n_models; i++) {
         json_t *p = json_object_get(t, r->llm->models[i].name);
         if (json_is_object(p)) {
+            r->llm->models[i].priced = 1;
             r->llm->models[i].price_in = json_number_value(json_object_get(p, "in"));
             r->llm->models[i].price_out = json_number_value(json_object_get(p, "out"));
+            r->llm->models[i].price_cached_in =   /* optional: else the "in" rate */
+                json_is_number(json_object_get(p, "cached_in"))
+                    ? json_number_value(json_object_get(p, "cached_in"))
+                    : r->llm->models[i].price_in;
         } else if (r->o->cost_cap > 0) {
             json_decref(t);
             return kevo_run_fail(r, KEVO_ERR_INVALID, "--cost-cap: model '%s' has no price in %s "
@@ -136,6 +151,100 @@ static enum kevo_status load_prices(struct runctx *r)
     }
     json_decref(t);
     return KEVO_OK;
+}
+
+/* ---- the check before the first call ---- */
+
+/* Only the models that passed stay, in r->llm and in this session's options (r->o), so
+ * the run's config records the models the session used, and a replay uses the same. */
+static enum kevo_status keep_models(struct runctx *r, const int *ok)
+{
+    struct run_llm *L = r->llm;
+    const char **specs = r->set.cfg_models;   /* the config's own, when the specs are its */
+    int k = 0;
+
+    KEVO_ASSERT(r->o == &r->set.eff && r->set.eff.n_models == L->n_models);
+    if (r->set.eff.models != specs) {
+        specs = kevo_calloc((size_t)L->n_models, sizeof *specs);
+        if (!specs)
+            return KEVO_ERR_NOMEM;
+        memcpy(specs, r->set.eff.models, (size_t)L->n_models * sizeof *specs);
+        kevo_free(r->set.cfg_models);
+        r->set.cfg_models = specs;   /* strings borrowed from the caller, for the run */
+    }
+    for (int i = 0; i < L->n_models; i++) {
+        if (!ok[i]) {
+            kevo_llm_model_clear(&L->models[i]);
+            continue;
+        }
+        specs[k] = specs[i];
+        L->models[k] = L->models[i];   /* moved */
+        if (k++ != i)
+            memset(&L->models[i], 0, sizeof L->models[i]);
+    }
+    L->n_models = k;
+    r->set.eff.models = specs;
+    r->set.eff.n_models = k;
+    return KEVO_OK;
+}
+
+/* One model's check as an event; its diagnosis added to why when it failed. */
+static void check_event(struct runctx *r, int i, const struct kevo_models_result *res,
+                        struct kevo_buf *why)
+{
+    const struct kevo_llm_model *m = &r->llm->models[i];
+    json_t *e = json_pack("{s:s}", "event", "llm_check");
+
+    json_object_update_new(e, kevo_models_result_json(r->o->models[i], res));
+    json_object_set_new(e, "cost", m->priced ? json_real(((double)res->tokens_in * m->price_in +
+                                                          (double)res->tokens_out *
+                                                          m->price_out) / 1e6) : json_null());
+    kevo_run_event(r, e);
+    if (!res->ok)
+        kevo_buf_say(why, "%s%s: %s", why->len ? "; " : "", r->o->models[i],
+                     res->diagnosis ? res->diagnosis : res->status);
+}
+
+/*
+ * A live session that may use the network checks every model with one tiny request
+ * (models.h) before anything starts: a model that fails is dropped from the session, and
+ * when none works the run refuses to start, with each one's diagnosis. The checks are
+ * not the run's LLM calls: not in llm_calls, not held against the cost cap (a few dozen
+ * tokens each; the event "llm_check" says what one cost). A replay does no check.
+ */
+static enum kevo_status preflight(struct runctx *r)
+{
+    struct run_llm *L = r->llm;
+    struct kevo_llm *c = NULL;
+    struct kevo_buf why;
+    int *ok = NULL, n_ok = 0;
+    enum kevo_status st;
+
+    if (r->steps->recorded || r->o->offline)
+        return KEVO_OK;
+    kevo_buf_init(&why, 1 << 15);
+    ok = kevo_calloc((size_t)L->n_models, sizeof *ok);
+    st = ok ? kevo_models_client(&c) : KEVO_ERR_NOMEM;
+    for (int i = 0; !st && i < L->n_models; i++) {
+        struct kevo_models_result res;
+        st = kevo_models_check(c, &L->models[i], &res);
+        if (st)
+            break;
+        res.price_known = L->models[i].priced;
+        ok[i] = res.ok;
+        n_ok += res.ok;
+        check_event(r, i, &res, &why);
+        kevo_models_result_clear(&res);
+    }
+    kevo_llm_free(c);
+    if (!st && !n_ok)
+        st = kevo_run_fail(r, KEVO_ERR_INVALID, "no LLM model works (kevo models check says "
+                           "the same): %s", kevo_buf_str(&why));
+    else if (!st && n_ok < L->n_models)
+        st = keep_models(r, ok);
+    kevo_buf_free(&why);
+    kevo_free(ok);
+    return st;
 }
 
 enum kevo_status kevo_run_llm_prepare(struct runctx *r)
@@ -160,16 +269,21 @@ enum kevo_status kevo_run_llm_prepare(struct runctx *r)
             r->llm->n_models++;
         kevo_free(m);
     }
-    return st ? st : load_prices(r);
+    if (!st)
+        st = load_prices(r);
+    return st ? st : preflight(r);   /* models that do not work are dropped here */
 }
 
 json_t *kevo_run_llm_prices(const struct runctx *r)
 {
     json_t *o = json_object();
-    for (int i = 0; o && i < r->llm->n_models; i++)
-        json_object_set_new(o, r->llm->models[i].name, json_pack("{s:f, s:f}", "in",
-                                                            r->llm->models[i].price_in, "out",
-                                                            r->llm->models[i].price_out));
+    for (int i = 0; o && i < r->llm->n_models; i++) {
+        const struct kevo_llm_model *m = &r->llm->models[i];
+        if (m->priced)   /* the others have no price, which is not a price of 0 */
+            json_object_set_new(o, m->name, json_pack("{s:f, s:f, s:f}", "in", m->price_in,
+                                                      "out", m->price_out, "cached_in",
+                                                      m->price_cached_in));
+    }
     return o;
 }
 
@@ -202,8 +316,11 @@ enum kevo_status kevo_run_llm_start(struct runctx *r)
     kevo_llm_limits_default(&cfg.limits);
     cfg.cost_cap = o->cost_cap;
     cfg.spent_before = spent;
-    cfg.temperature = LLM_TEMPERATURE;
-    cfg.max_tokens = LLM_MAX_TOKENS;
+    /* what the models' specs leave unset: a run whose config predates per-model settings
+     * (no "llm_settings", llmops.h) goes on, or replays, as it asked */
+    int legacy = r->set.cfg && !json_object_get(r->set.cfg, "llm_settings");
+    cfg.temperature = legacy ? LLM_TEMPERATURE : -1;
+    cfg.max_tokens = legacy ? LLM_MAX_TOKENS : 0;
     cfg.replay = r->steps->recorded;   /* answered from the record, on no thread */
     st = kevo_llmops_new(&cfg, on_done, r, &r->llm->calls);
     return st ? kevo_run_fail(r, st, "cannot start the LLM operators: %s", kevo_status_name(st))
@@ -220,6 +337,8 @@ void kevo_run_llm_stop(struct runctx *r)
     kevo_free(L->asked.h);
     kevo_free(L->dry.h);
     kevo_free(L->unusable.h);
+    kevo_free(L->wanted.h);
+    kevo_free(L->awaiting.v);
     for (int i = 0; L->models && i < L->n_models; i++)
         kevo_llm_model_clear(&L->models[i]);
     kevo_free(L->models);
@@ -245,6 +364,30 @@ struct kevo_llm_call *kevo_run_llm_take(struct runctx *r, int64_t sub)
 
 /* ---- recent verdicts ---- */
 
+/* Add id to s (out of memory: forgotten, which only lifts a wait early). */
+static void ids_put(struct idset *s, int64_t id)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        int64_t *p = kevo_reallocarray(s->v, (size_t)cap, sizeof *p);
+        if (!p)
+            return;
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n++] = id;
+}
+
+/* Remove id from s, if there. */
+static void ids_take(struct idset *s, int64_t id)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] == id) {
+            s->v[i] = s->v[--s->n];
+            return;
+        }
+}
+
 static void note(struct runctx *r, int64_t id, int64_t parent, const char *op,
                  enum kevo_verdict verdict, double score)
 {
@@ -266,6 +409,7 @@ void kevo_run_llm_evaluated(struct runctx *r, const struct job *j, const char *o
     if (!r->llm)
         return;
     r->llm->idle = 0;   /* a new result: the prompts have something new to say */
+    ids_take(&r->llm->awaiting, j->id);
     if (j->model >= 0)
         kevo_llmops_model_result(r->llm->calls, j->model, ok, improved);
     memset(&c, 0, sizeof c);
@@ -441,7 +585,7 @@ static int hs_put(struct hashset *s, const char *hash)
 }
 
 static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call *c, int64_t cand,
-                                    const char *status, int64_t step);
+                                    const char *status, const char *why, int64_t step);
 
 /* c's answer brought nothing new: its prompt is not asked again in this session, nor,
  * for a plan's second call, the plan's prompt (it would lead to the same code). */
@@ -452,13 +596,16 @@ static void mark_dry(struct runctx *r, const struct kevo_llm_call *c)
         hs_put(&r->llm->dry, c->plan_hash);
 }
 
-/* An offline run may not ask c: recorded (status not_cached, no step), no more calls. */
+/* An offline run may not ask c: recorded as pending (status not_cached, no step) for
+ * `kevo llm pending` (docs/llm.md "Air-gapped clusters"); after as many as calls may be
+ * in flight, the LLM operators stop for the session (what they would ask next depends
+ * on the answers). */
 static enum kevo_status not_cached(struct runctx *r, struct kevo_llm_call *c)
 {
-    r->llm->refused = 1;
-    kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "not_cached",
-                                "op", kevo_llmop_names[c->op]));
-    enum kevo_status st = record_call(r, c, 0, "not_cached", 0);   /* no reply: no step */
+    hs_put(&r->llm->wanted, c->prompt_hash);
+    if (r->llm->wanted.n >= (r->o->llm_concurrency > 0 ? r->o->llm_concurrency : 4))
+        r->llm->refused = 1;
+    enum kevo_status st = record_call(r, c, 0, "not_cached", NULL, 0);   /* no reply: no step */
     kevo_llm_call_free(c);
     return st;
 }
@@ -491,8 +638,9 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
         kevo_llm_call_free(c);
         return st;
     }
-    /* its answer brought nothing new: a model that repeats itself would again */
-    if (hs_has(&r->llm->dry, c->prompt_hash)) {
+    /* its answer brought nothing new: a model that repeats itself would again; or it is
+     * pending already */
+    if (hs_has(&r->llm->dry, c->prompt_hash) || hs_has(&r->llm->wanted, c->prompt_hash)) {
         kevo_llm_call_free(c);
         return KEVO_ERR_NOTFOUND;
     }
@@ -510,6 +658,7 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
         return not_cached(r, c);
     char hash[KEVO_HASH_HEX];
     enum kevo_llm_op op = c->op;
+    int c_model = c->model;   /* c is freed when the cap refuses it */
     memcpy(hash, c->prompt_hash, sizeof hash);
     if (!(c->carrier = kevo_calloc(1, sizeof(struct job)))) {
         kevo_llm_call_free(c);
@@ -522,8 +671,11 @@ static enum kevo_status submit(struct runctx *r, struct kevo_llm_call *c)
         /* with calls in flight, their reserves come back: wait; without, the cap is met */
         if (!r->llm->outstanding) {
             r->llm->refused = 1;
-            kevo_run_event(r, json_pack("{s:s, s:s, s:f}", "event", "llm", "status", "cost_cap",
-                                        "spent", kevo_llmops_spent(r->llm->calls)));
+            kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s, s:f}", "event", "llm", "status",
+                                        "cost_cap", "model",
+                                        kevo_llmops_model_name(r->llm->calls, c_model), "op",
+                                        kevo_llmop_names[op], "spent",
+                                        kevo_llmops_spent(r->llm->calls)));
         }
         return KEVO_ERR_BUSY_LLM;
     }
@@ -587,13 +739,21 @@ static enum kevo_status one_call(struct runctx *r)
 
 enum kevo_status kevo_run_llm_fill(struct runctx *r)
 {
-    int max = r->o->llm_concurrency > 0 ? r->o->llm_concurrency : 4;
+    int max = r->o->llm_concurrency > 0 ? r->o->llm_concurrency : 4, off = r->o->offline;
+    /* An offline session records the calls it wants (docs/llm.md "Air-gapped clusters")
+     * once the replies imported for it are handled and their candidates evaluated, so
+     * they are built on all the run knows; they spend no evaluation now, so neither the
+     * budget nor the end of the search holds them back (the user's stop does). */
+    if (!r->llm || (off && (r->llm->outstanding || r->llm->awaiting.n)))
+        return KEVO_OK;
+    const char *why = r->loop.reason;
     /* Calls that bring nothing new (duplicates, unusable replies) pause the LLM operators
      * until the next evaluation arrives: a model that keeps repeating itself must not
      * spend money faster than the workers can give the prompts something new to say. */
-    while (r->llm && r->llm->calls && !r->loop.reason && !r->llm->refused && r->llm->idle < LLM_IDLE_MAX) {
+    while (r->llm->calls && (!why || (off && strcmp(why, "interrupted"))) && !r->llm->refused &&
+           r->llm->idle < LLM_IDLE_MAX) {
         int n = r->llm->outstanding;
-        if (n >= max || r->loop.n_done + r->loop.inflight + n >= r->loop.budget)
+        if (n >= max || (!off && r->loop.n_done + r->loop.inflight + n >= r->loop.budget))
             break;
         enum kevo_status st = one_call(r);
         if (st == KEVO_ERR_NOTFOUND || st == KEVO_ERR_BUSY_LLM)
@@ -606,12 +766,86 @@ enum kevo_status kevo_run_llm_fill(struct runctx *r)
 
 /* ---- replies ---- */
 
-/* The call in the archive (with the candidate it became, 0 for none). */
+/* What call c needs to be made elsewhere and its reply used later (docs/llm.md
+ * "Air-gapped clusters"): its model's spec and settings, parents, island, plan, how its
+ * prompt splits. The settings' text is the caller's to kevo_free (NULL: out of memory). */
+static char *call_context(const struct runctx *r, const struct kevo_llm_call *c,
+                          struct kevo_llm_call_rec *rec)
+{
+    const struct kevo_llm_model *m = kevo_llmops_model(r->llm->calls, c->model);
+
+    rec->spec = c->model >= 0 && c->model < r->o->n_models ? r->o->models[c->model] : NULL;
+    rec->settings = m ? kevo_exchange_settings(m) : NULL;
+    rec->system_len = c->system ? (int64_t)strlen(c->system) : 0;
+    rec->parent1 = c->parent1;
+    rec->parent2 = c->parent2;
+    rec->island = c->island;
+    rec->parent_score = c->parent_score;
+    memcpy(rec->plan_hash, c->plan_hash, sizeof rec->plan_hash);
+    rec->tokens_cached_in = c->reply.tokens_cached_in;
+    rec->tokens_reasoning = c->reply.tokens_reasoning;
+    return (char *)rec->settings;
+}
+
+/* How call c is recorded: status (": why" added when why is set, the whole cut at 299
+ * bytes), after "cached" or "imported" for a call that was not made over the network, and
+ * after "replay: " in a replay, into out. */
+static const char *call_status(const struct runctx *r, const struct kevo_llm_call *c,
+                               const char *status, const char *why, char *out, size_t n)
+{
+    char full[300], dec[340];
+    /* "cached", "cached unusable: ...", "imported", ...: not a network call */
+    const char *pre = c->from_cache ? "cached" : c->imported ? "imported" : NULL;
+    int ok = !strcmp(status, "ok");
+
+    snprintf(full, sizeof full, "%s%s%s", status, why ? ": " : "", why ? why : "");
+    if (pre)
+        snprintf(dec, sizeof dec, "%s%s%s", pre, ok ? "" : " ", ok ? "" : full);
+    else
+        snprintf(dec, sizeof dec, "%s", full);
+    /* "replay: ok": the original's reply again, nothing spent */
+    snprintf(out, n, "%s%s", r->steps->recorded ? "replay: " : "", dec);
+    return out;
+}
+
+/*
+ * The event of a recorded call (docs/llm.md "Events"): {"event": "llm", "model", "op",
+ * "status", "tokens": {"in", "cached_in", "out", "reasoning"}, "cost" (null when the model
+ * has no price), "latency_s", and "message" (why it failed, or could not be used), "id"
+ * (the candidate it became), "adapted" where there is one}. Never a key: the model is its
+ * provider, name and URL.
+ */
+static void call_event(struct runctx *r, const struct kevo_llm_call *c,
+                       const struct kevo_llm_call_rec *rec, const char *status, const char *msg)
+{
+    const struct kevo_llm_model *m = c->model >= 0 && c->model < r->llm->n_models
+                                     ? &r->llm->models[c->model] : NULL;
+    json_t *e = json_pack("{s:s, s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:f}", "event",
+                          "llm", "model", rec->model, "op", rec->op, "status", status, "tokens",
+                          "in", (json_int_t)rec->tokens_in, "cached_in",
+                          (json_int_t)rec->tokens_cached_in, "out", (json_int_t)rec->tokens_out,
+                          "reasoning", (json_int_t)rec->tokens_reasoning, "cost",
+                          m && m->priced ? json_real(rec->cost) : json_null(), "latency_s",
+                          rec->latency_s);
+
+    if (e && msg)
+        json_object_set_new(e, "message", json_string(msg));   /* not UTF-8: left out */
+    if (e && rec->cand_id)
+        json_object_set_new(e, "id", json_integer(rec->cand_id));
+    if (e && c->reply.adapted)
+        json_object_set_new(e, "adapted", json_string(c->reply.adapted));
+    kevo_run_event(r, e);
+}
+
+/* The call in the archive (with the candidate it became, 0 for none), as status (and why,
+ * when set: "unusable: no code block"), and its event (message: why, else the reply's
+ * error). */
 static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call *c, int64_t cand,
-                                    const char *status, int64_t step)
+                                    const char *status, const char *why, int64_t step)
 {
     struct kevo_buf prompt;
     struct kevo_llm_call_rec rec;
+    char st_rec[360], st_ev[360];
     int64_t id = 0;
     enum kevo_status st;
 
@@ -628,23 +862,21 @@ static enum kevo_status record_call(struct runctx *r, const struct kevo_llm_call
     rec.reply = c->reply.text;
     rec.tokens_in = c->reply.tokens_in;
     rec.tokens_out = c->reply.tokens_out;
-    rec.cost = c->cost;
-    rec.latency_s = c->reply.latency_s;
+    rec.cost = r->steps->recorded ? 0 : c->cost;   /* a replay spends nothing */
+    rec.latency_s = r->steps->recorded ? 0 : c->reply.latency_s;
     rec.step = step;
     rec.submitted = c->sub;
-    char st_buf[340], st_rep[360];
-    if (c->from_cache)   /* "cached", "cached unusable: ...": not a network call */
-        snprintf(st_buf, sizeof st_buf, "cached%s%s", strcmp(status, "ok") ? " " : "",
-                 strcmp(status, "ok") ? status : "");
-    rec.status = c->from_cache ? st_buf : status;
-    if (r->steps->recorded) {   /* "replay: ok": the original's reply again, nothing spent */
-        snprintf(st_rep, sizeof st_rep, "replay: %s", rec.status);
-        rec.status = st_rep;
-        rec.cost = 0;
-        rec.latency_s = 0;
-    }
+    char *settings = call_context(r, c, &rec);
+    /* a reply imported for a pending call is used, unless it came too late: then it waits
+     * for the next session */
+    rec.answers = strcmp(status, "unused") ? c->imported : 0;
+    rec.status = call_status(r, c, status, why, st_rec, sizeof st_rec);
     st = kevo_archive_llm_add(r->ar, &rec, &id);
+    if (!st)
+        call_event(r, c, &rec, call_status(r, c, status, NULL, st_ev, sizeof st_ev),
+                   why ? why : c->reply.error);
     kevo_buf_free(&prompt);
+    kevo_free(settings);
     return st ? kevo_run_fail(r, st, "recording an LLM call: %s", kevo_archive_errmsg(r->ar))
               : KEVO_OK;
 }
@@ -660,8 +892,9 @@ static void nothing_new(struct runctx *r, const struct kevo_llm_call *c)
     kevo_search_op_result(r->loop.s, r->llm->op_at[c->op], 0, 0);
     kevo_llmops_model_result(r->llm->calls, c->model, 0, 0);
     r->llm->idle++;
-    kevo_run_event(r, json_pack("{s:s, s:s, s:s}", "event", "llm", "status", "duplicate",
-                                "op", kevo_llmop_names[c->op]));
+    kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "duplicate",
+                                "model", kevo_llmops_model_name(r->llm->calls, c->model), "op",
+                                kevo_llmop_names[c->op]));
 }
 
 /* A reply whose candidate does not parse: a verdict without GPU time. */
@@ -742,6 +975,8 @@ static enum kevo_status propose_text(struct runctx *r, struct kevo_llm_call *c, 
     kevo_search_op_proposed(r->loop.s, r->llm->op_at[c->op]);
     j->model = c->model;
     *id = j->id;
+    if (c->imported)   /* an offline session asks for more once it knows how this went */
+        ids_put(&r->llm->awaiting, j->id);
     kevo_run_send(r, j);
     return KEVO_OK;
 }
@@ -779,7 +1014,7 @@ static enum kevo_status plan_code(struct runctx *r, const struct kevo_llm_call *
 enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
 {
     struct kevo_llm_call *c = j->llm;
-    char *text = NULL, *why = NULL, status[300];
+    char *text = NULL, *why = NULL;
     size_t len = 0;
     enum kevo_reply_form form;
     int64_t id = 0;
@@ -792,21 +1027,24 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
         /* each call already retried within its limits; a provider that still fails
          * LLM_FAIL_MAX times in a row is given up on for the session */
         kevo_llmops_model_result(r->llm->calls, c->model, 0, 0);
+        if (strcmp(c->reply.status, "truncated") == 0)   /* asked again, cut again */
+            mark_dry(r, c);
+        st = record_call(r, c, 0, c->reply.status, NULL, r->loop.cur_step);
         if (++r->llm->failed >= LLM_FAIL_MAX && !r->llm->refused) {
             r->llm->refused = 1;
-            kevo_run_event(r, json_pack("{s:s, s:s, s:i}", "event", "llm", "status",
-                                        "given_up", "failed_in_a_row", r->llm->failed));
+            kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s, s:i}", "event", "llm", "status",
+                                        "given_up", "model",
+                                        kevo_llmops_model_name(r->llm->calls, c->model), "op",
+                                        kevo_llmop_names[c->op], "failed_in_a_row",
+                                        r->llm->failed));
         }
-        kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s?}", "event", "llm", "status",
-                                    c->reply.status, "op", kevo_llmop_names[c->op], "message",
-                                    c->reply.error));
-        return record_call(r, c, 0, c->reply.status, r->loop.cur_step);
+        return st;
     }
     r->llm->failed = 0;
     if (r->loop.reason || r->loop.n_done + r->loop.inflight >= r->loop.budget)   /* too late: the budget is spent */
-        return record_call(r, c, 0, "unused: the budget was spent", r->loop.cur_step);
+        return record_call(r, c, 0, "unused", "the budget was spent", r->loop.cur_step);
     if (c->op == KEVO_LLMOP_PLAN && c->phase == 0) {
-        st = record_call(r, c, 0, "ok", r->loop.cur_step);
+        st = record_call(r, c, 0, "ok", NULL, r->loop.cur_step);
         return st ? st : plan_code(r, c);
     }
     st = kevo_reply_apply(c->reply.text, strlen(c->reply.text), c->parent_text,
@@ -815,16 +1053,94 @@ enum kevo_status kevo_run_llm_handle(struct runctx *r, struct job *j)
         r->llm->idle++;
         if (hs_put(&r->llm->unusable, c->prompt_hash))   /* twice: it is the prompt */
             mark_dry(r, c);
-        snprintf(status, sizeof status, "unusable: %s", why ? why : "?");
-        kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s}", "event", "llm", "status", "unusable",
-                                    "op", kevo_llmop_names[c->op], "message", why ? why : "?"));
+        st = record_call(r, c, 0, "unusable", why ? why : "?", r->loop.cur_step);
         kevo_free(why);
-        return record_call(r, c, 0, status, r->loop.cur_step);
+        return st;
     }
     if (!st)
         st = propose_text(r, c, text, len, &id);
     if (!st)
-        st = record_call(r, c, id, "ok", r->loop.cur_step);
+        st = record_call(r, c, id, "ok", NULL, r->loop.cur_step);
     kevo_free(text);
+    return st;
+}
+
+/* ---- replies imported for pending calls (docs/llm.md "Air-gapped clusters") ---- */
+
+/* The session's model that was to make call w: the same spec, else the same provider,
+ * name and URL; -1 when this session has no such model. */
+static int model_index(const struct runctx *r, const struct kevo_llm_wanted *w)
+{
+    for (int i = 0; w->spec && i < r->llm->n_models; i++)
+        if (!strcmp(w->spec, r->o->models[i]))
+            return i;
+    for (int i = 0; i < r->llm->n_models; i++)
+        if (!strcmp(w->model, kevo_llmops_model_name(r->llm->calls, i)))
+            return i;
+    return -1;
+}
+
+/* Imported reply w, as call c of this session's model m, arrives as a step (as a live
+ * reply would); its cost is what its tokens cost at m's prices (0 without usage: a reply
+ * written by hand cost nothing). */
+static enum kevo_status deliver(struct runctx *r, struct kevo_llm_wanted *w, int m)
+{
+    const struct kevo_llm_model *mm = &r->llm->models[m];
+    struct kevo_llm_call *c = NULL;
+    char *why = NULL;
+    enum kevo_status st = kevo_exchange_call(r->ar, w, m, &c, &why);
+
+    if (st == KEVO_ERR_INVALID) {   /* an operator this kevo does not have: it waits */
+        kevo_run_event(r, json_pack("{s:s, s:s, s:s, s:s, s:s?}", "event", "llm", "status",
+                                    "import_waits", "model", w->model, "op", w->op, "message",
+                                    why));
+        kevo_free(why);
+        return KEVO_ERR_NOTFOUND;
+    }
+    if (!st && !(c->carrier = kevo_calloc(1, sizeof(struct job))))
+        st = KEVO_ERR_NOMEM;
+    if (st) {
+        kevo_llm_call_free(c);
+        return st;
+    }
+    double cached = (double)c->reply.tokens_cached_in;
+    c->cost = (((double)c->reply.tokens_in - cached) * mm->price_in + (double)c->reply.tokens_out
+               * mm->price_out + cached * (mm->price_cached_in > 0 ? mm->price_cached_in
+                                                                 : mm->price_in)) / 1e6;
+    if (c->island < 0 || c->island >= kevo_search_islands(r->loop.s))   /* --islands changed */
+        c->island = 0;
+    c->sub = ++r->llm->submitted;
+    hs_put(&r->llm->asked, c->prompt_hash);
+    r->llm->outstanding++;
+    on_done(r, c);
+    return KEVO_OK;
+}
+
+enum kevo_status kevo_run_llm_imports(struct runctx *r)
+{
+    struct kevo_llm_wanted *w = NULL;
+    int n = 0, used = 0, waiting = 0;
+    enum kevo_status st;
+
+    if (!r->llm || !r->llm->calls || !r->o->resume || r->steps->recorded)
+        return KEVO_OK;
+    st = kevo_archive_llm_imported(r->ar, r->run, &w, &n);
+    if (st)
+        return kevo_run_fail(r, st, "reading the imported replies: %s",
+                             kevo_archive_errmsg(r->ar));
+    /* each may become a candidate: as many as the budget has room for, the others wait */
+    int64_t room = r->loop.budget - r->loop.n_done - (r->loop.n_pending - r->loop.i_pending);
+    for (int i = 0; i < n && !st; i++) {
+        int m = model_index(r, &w[i]);
+        st = m >= 0 && used < room ? deliver(r, &w[i], m) : KEVO_ERR_NOTFOUND;
+        used += !st;
+        waiting += st == KEVO_ERR_NOTFOUND;
+        if (st == KEVO_ERR_NOTFOUND)
+            st = KEVO_OK;
+    }
+    if (n)
+        kevo_run_event(r, json_pack("{s:s, s:s, s:i, s:i}", "event", "llm", "status", "imported",
+                                    "replies", used, "waiting", waiting));
+    kevo_archive_llm_wanted_free(w, n);
     return st;
 }

@@ -13,10 +13,13 @@
 
 #include "ctl/run_state.h"
 
-/* Parse the run's models and their prices (before the run exists: a bad --model fails
- * the command, not a run). Allocates r->llm when the run has models. */
+/* Parse the run's models and their prices, and (a live session that may use the
+ * network) check each with one tiny request, dropping the ones that fail from r->llm and
+ * r->o; none working is a failure. All before the run exists: a bad --model or a refused
+ * key fails the command, not a run. Allocates r->llm when the run has models. */
 KEVO_NODISCARD enum kevo_status kevo_run_llm_prepare(struct runctx *r);
-/* The prices the run's models were given: {"MODEL": {"in": P, "out": P}} (new ref). */
+/* The prices the run's models were given: {"MODEL": {"in": P, "out": P, "cached_in": P}}
+ * for each model the price table has (new ref); a model without a price is not there. */
 json_t *kevo_run_llm_prices(const struct runctx *r);
 /* Add the LLM operators to the run's table (r->loop.ops, the search) and start their
  * threads (none for a recorded source). */
@@ -24,6 +27,11 @@ KEVO_NODISCARD enum kevo_status kevo_run_llm_start(struct runctx *r);
 /* Stop the threads and free r->llm; before the step source is closed (the threads hand
  * it their replies). */
 void kevo_run_llm_stop(struct runctx *r);
+/* A resumed live session: every reply imported for the run's pending calls (docs/llm.md
+ * "Air-gapped clusters") arrives as a step, as a live reply would, as far as the budget
+ * has room for their candidates (the others wait for the next session); after
+ * steps->begin, before the search. */
+KEVO_NODISCARD enum kevo_status kevo_run_llm_imports(struct runctx *r);
 /* Keep the LLM calls in flight while the search goes on. */
 KEVO_NODISCARD enum kevo_status kevo_run_llm_fill(struct runctx *r);
 /* A finished call came back as a step: record it and propose its candidate. */

@@ -1,10 +1,12 @@
 /*
  * runs - `kevo runs` (kevo.h: kevo_runs_json): what the archive says about past runs. The
  * list of runs, or one run's report with the lineage of its best candidate (parents back
- * to a seed) and the operators' statistics. Read-only: safe while a run writes.
+ * to a seed), the operators' statistics and what each LLM model did and cost. Read-only:
+ * safe while a run writes.
  */
 #include "ctl/archive.h"
 #include "base/mem.h"
+#include "ctl/llm.h"
 #include "ctl/run.h"
 
 #include <jansson.h>
@@ -42,6 +44,39 @@ static json_t *lineage(struct kevo_archive *a, int64_t id)
     return arr;
 }
 
+/* Has the model of llm_calls.model ("openai:NAME@URL") a price in prices ({"NAME": ...})? */
+static int priced(const char *model, const json_t *prices)
+{
+    struct kevo_llm_model m;
+    char *msg = NULL;
+    int yes;
+
+    memset(&m, 0, sizeof m);
+    yes = kevo_llm_model_parse(model, &m, &msg) == KEVO_OK && json_object_get(prices, m.name);
+    kevo_llm_model_clear(&m);
+    kevo_free(msg);
+    return yes;
+}
+
+json_t *kevo_runs_llm_models(struct kevo_archive *a, int64_t run, const json_t *prices)
+{
+    char *js = NULL;
+    json_t *arr, *m;
+    size_t i;
+
+    if (kevo_archive_llm_models_json(a, run, &js) != KEVO_OK)
+        return json_null();
+    arr = json_loads(js, 0, NULL);
+    kevo_free(js);
+    /* a call of a model without a price cost what nobody knows, not 0 (a resumed
+     * session may have found a price the first did not: then it cost something) */
+    json_array_foreach(arr, i, m)
+        if (json_number_value(json_object_get(m, "cost")) <= 0 &&
+            !priced(json_string_value(json_object_get(m, "model")), prices))
+            json_object_set_new(m, "cost", json_null());
+    return arr ? arr : json_null();
+}
+
 static json_t *one_run(struct kevo_archive *a, const struct kevo_run_rec *r)
 {
     int64_t n = 0, nd = 0, nok = 0, best = 0;
@@ -67,6 +102,9 @@ static json_t *one_run(struct kevo_archive *a, const struct kevo_run_rec *r)
                           "report", rep ? rep : json_null(), "lineage_of_best",
                           lineage(a, best), "operators",
                           ops ? json_loads(ops, 0, NULL) : json_null());
+    json_t *cfg = json_object_get(o, "config");
+    json_object_set_new(o, "llm_models",
+                        kevo_runs_llm_models(a, r->id, json_object_get(cfg, "prices_used")));
     kevo_free(ops);
     return o;
 }

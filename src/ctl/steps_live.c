@@ -247,6 +247,8 @@ static void effective_opts(struct runctx *r)
         kevo_run_cfg_models(r);
     if (!r->set.eff.llm_concurrency)
         r->set.eff.llm_concurrency = (int)json_integer_value(json_object_get(c, "llm_concurrency"));
+    if (!r->set.eff.offline)   /* an air-gapped run stays offline (docs/llm.md) */
+        r->set.eff.offline = json_is_true(json_object_get(c, "offline"));
 }
 
 /* The seed texts: the --seed files (or, resuming an empty run, the ones it started with),

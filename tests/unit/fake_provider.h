@@ -1,8 +1,11 @@
 /*
  * fake_provider - an LLM provider for tests: real HTTP on 127.0.0.1 (an ephemeral port),
  * a thread that answers each connection from a script (request i gets step i, the last
- * step repeats) or, with a respond callback, with a body chosen from the request. Used by
- * test_llm.c (the client) and test_llm_run.c (kevo run with LLM operators). A test
+ * step repeats) or, with a respond callback, with a body chosen from the request (with a
+ * reply callback, its status too); with pass_check, kevo's model check is answered "OK"
+ * aside from the script. Used by test_llm.c (the client), test_llm_run.c (kevo run with
+ * LLM operators), test_models.c (kevo models check and the run's check) and
+ * test_providers.c (fakes that behave like OpenAI, Anthropic and a local server). A test
  * fixture: a server, not an HTTP client.
  */
 #ifndef KEVO_FAKE_PROVIDER_H
@@ -21,7 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl/models.h"
+
 #define FAKE_REQ_MAX (1 << 20)
+#define FAKE_KEEP 16                 /* request bodies kept, in order of arrival */
 
 static inline void fake_sleep_s(double s)
 {
@@ -43,9 +49,16 @@ struct step {
 
 /* Instead of the script: the reply body chosen from the request (a test's callback). */
 typedef const char *(*fake_respond_fn)(void *user, const char *request);
+/* Like fake_respond_fn, with the HTTP status chosen too: *status is 200 unless the
+ * callback sets another (a 400 that refuses a parameter, a 401, ...; not 0). */
+typedef const char *(*fake_reply_fn)(void *user, const char *request, int *status);
 
 struct fake {
     fake_respond_fn respond;     /* when set, every request is answered 200 with its body */
+    fake_reply_fn reply;         /* when set (and respond is not): answered with the status
+                                    and body it chooses; respond_user is its user */
+    int pass_check;              /* kevo's model check (models.h; its system prompt) is
+                                    answered 200 "OK", using no step and not counted */
     void *respond_user;
     int lfd, port;
     pthread_t thr;
@@ -58,6 +71,9 @@ struct fake {
     int threads;                 /* connection threads alive */
     atomic_int stop;
     char last[65536];            /* the start of the last request, NUL-terminated */
+    char *bodies[FAKE_KEEP];     /* the bodies of the first FAKE_KEEP scripted requests
+                                    (fake_body), so a test can hold each one to what its
+                                    API family must receive */
 };
 
 struct conn {
@@ -134,18 +150,35 @@ static void answer(int fd, const struct step *s, const char *req)
     }
 }
 
+/* The check's request, answered as the API it was sent to (the path says which). */
+static const struct step *fake_check_step(const char *req)
+{
+    static const struct step openai = { 200, NULL, "{\"choices\":[{\"index\":0,\"message\":"
+        "{\"role\":\"assistant\",\"content\":\"OK\"},\"finish_reason\":\"stop\"}],"
+        "\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":1}}", 0, 0, 0 };
+    static const struct step anthropic = { 200, NULL, "{\"type\":\"message\",\"content\":"
+        "[{\"type\":\"text\",\"text\":\"OK\"}],\"stop_reason\":\"end_turn\","
+        "\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}", 0, 0, 0 };
+    return strstr(req, "/messages HTTP/") ? &anthropic : &openai;
+}
+
 static void *conn_main(void *arg)
 {
     struct conn *c = arg;
     struct fake *f = c->f;
     static _Thread_local char req[FAKE_REQ_MAX];
     ssize_t n = read_request(c->fd, req, sizeof req);
-    const struct step *s = NULL;
+    const struct step *s = NULL, *check = NULL;
     struct step dyn = { 200, NULL, NULL, 0, 0, 0 };
 
+    if (n >= 0 && f->pass_check && strstr(req, KEVO_MODELS_CHECK_SYSTEM))
+        check = fake_check_step(req);
     pthread_mutex_lock(&f->mu);
-    if (n >= 0) {
-        s = f->respond ? &dyn : &f->steps[f->n_req < f->n_steps ? f->n_req : f->n_steps - 1];
+    if (n >= 0 && !check) {
+        s = f->respond || f->reply ? &dyn
+            : &f->steps[f->n_req < f->n_steps ? f->n_req : f->n_steps - 1];
+        if (f->n_req < FAKE_KEEP && strstr(req, "\r\n\r\n"))
+            f->bodies[f->n_req] = strdup(strstr(req, "\r\n\r\n") + 4);
         f->n_req++;
         memcpy(f->last, req, (size_t)n + 1 < sizeof f->last ? (size_t)n + 1 : sizeof f->last);
         f->last[sizeof f->last - 1] = '\0';
@@ -153,8 +186,10 @@ static void *conn_main(void *arg)
             f->max_active = f->active;
     }
     pthread_mutex_unlock(&f->mu);
-    if (s == &dyn)
+    if (s == &dyn && f->respond)
         dyn.body = f->respond(f->respond_user, req);
+    else if (s == &dyn)
+        dyn.body = f->reply(f->respond_user, req, &dyn.status);
     if (s && s->status == 0)
         wait_hangup(f, c->fd);
     if (s && s->delay_s > 0)
@@ -166,6 +201,8 @@ static void *conn_main(void *arg)
     pthread_mutex_unlock(&f->mu);
     if (s && s->status)
         answer(c->fd, s, req);
+    if (check)
+        answer(c->fd, check, req);
     close(c->fd);
     pthread_mutex_lock(&f->mu);
     f->threads--;
@@ -242,8 +279,15 @@ static void fake_stop(struct fake *f)
     close(f->lfd);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
+    for (int i = 0; i < FAKE_KEEP; i++)
+        free(f->bodies[i]);
     free(f);
 }
 
+/* The body of scripted request i (from 0), as received; "" when there was none. */
+static inline const char *fake_body(const struct fake *f, int i)
+{
+    return i >= 0 && i < FAKE_KEEP && f->bodies[i] ? f->bodies[i] : "";
+}
 
 #endif

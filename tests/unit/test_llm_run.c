@@ -452,8 +452,10 @@ static void test_cost_cap(void **state)
         skip();
     struct fake *f = fake_run(respond, &o, archive, models, model, "cap.db");
     o.budget = 40;
-    /* a call holds ~0.087 in reserve (8192 tokens out, a token per prompt byte) and costs
-     * 0.002: calls go one at a time, and stop once 0.1 - spent is below a reserve */
+    /* a call holds ~0.087 in reserve (its spec's 8192 tokens out, a token per prompt byte)
+     * and costs 0.002: calls go one at a time, and stop once 0.1 - spent is below a
+     * reserve */
+    snprintf(model, 128, "openai:fake@http://127.0.0.1:%d/v1?max_output=8192", f->port);
     o.cost_cap = 0.1;
     events_json = json_array();
     json_t *r = run(&o);
@@ -533,6 +535,7 @@ static void test_failing_provider_given_up(void **state)
     if (!kevo_bin)
         skip();
     struct fake *f = fake_start(bad, 1);
+    f->pass_check = 1;   /* the model works when checked, then refuses every call */
     opts(&o, archive, models, model, f->port);
     snprintf(archive, 512, "%s/failing.db", dir);
     o.budget = 30;
