@@ -240,6 +240,7 @@ KEVO_NODISCARD enum kevo_status kevo_archive_llm_cost(struct kevo_archive *a, in
 /* The run's LLM calls, oldest first (kevo_archive_llm_rows_free them). */
 struct kevo_llm_row {
     int64_t id, cand_id, step, submitted, tokens_in, tokens_out;
+    int64_t tokens_cached_in, tokens_reasoning;   /* of tokens_in, of tokens_out */
     double cost, latency_s;
     char *model, *op, *reply, *status;   /* reply NULL when there was none */
     char prompt_hash[KEVO_HASH_HEX];

@@ -124,6 +124,8 @@ static enum kevo_status llm_row_fill(struct kevo_archive *a, sqlite3_stmt *s,
     r->cost = sqlite3_column_double(s, 5);
     r->latency_s = sqlite3_column_double(s, 6);
     r->submitted = sqlite3_column_int64(s, 12);
+    r->tokens_cached_in = sqlite3_column_int64(s, 13);
+    r->tokens_reasoning = sqlite3_column_int64(s, 14);
     if (col_dup(s, 7, &r->model) || col_dup(s, 8, &r->op) || col_dup(s, 10, &r->reply) ||
         col_dup(s, 11, &r->status))
         return fail(a, KEVO_ERR_NOMEM, "reading LLM call %lld: out of memory", (long long)r->id);

@@ -243,8 +243,8 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
                      " ORDER BY id DESC LIMIT 1",
     [S_LLM_COST] = "SELECT total(cost) FROM llm_calls WHERE run_id = ?1",
     [S_LLM_ROWS] = "SELECT id, coalesce(cand_id, 0), coalesce(step, 0), tokens_in, tokens_out,"
-                   " cost, latency_s, model, op, prompt_hash, reply, status, coalesce(submitted, 0)"
-                   " FROM llm_calls"
+                   " cost, latency_s, model, op, prompt_hash, reply, status, coalesce(submitted, 0),"
+                   " tokens_cached_in, tokens_reasoning FROM llm_calls"
                    " WHERE run_id = ?1 ORDER BY id",
     [S_STEPS]    = "SELECT step, 0, id FROM candidates WHERE run_id = ?1 AND step IS NOT NULL"
                    " UNION ALL SELECT step, 1, id FROM llm_calls WHERE run_id = ?1"

@@ -354,6 +354,8 @@ static enum kevo_status llm_step(struct runctx *r, int64_t orig, struct job **ou
     c->reply.text = w->reply ? kevo_strdup(w->reply) : NULL;
     c->reply.tokens_in = w->tokens_in;
     c->reply.tokens_out = w->tokens_out;
+    c->reply.tokens_cached_in = w->tokens_cached_in;
+    c->reply.tokens_reasoning = w->tokens_reasoning;
     c->from_cache = strncmp(orig_status(w), "cached", 6) == 0;
     c->cost = w->cost;   /* settled as the original was: the cap decides the same */
     j = c->carrier;      /* allocated when it was submitted */

@@ -748,6 +748,95 @@ static void test_llm(void **state)
     assert_int_equal(id, 0);
 }
 
+/* One LLM call of model with status, tokens in/cached/out/reasoning and cost (latency:
+ * cost x 10), the candidate cand (0: none), in run. */
+static void llm_call(struct fix *f, int64_t run, const char *model, const char *status,
+                     int64_t cand, const int64_t tok[4], double cost)
+{
+    static int n;
+    struct kevo_llm_call_rec r;
+    int64_t id = 0;
+
+    memset(&r, 0, sizeof r);
+    r.run_id = run;
+    r.model = model;
+    r.op = "llm_improve";
+    snprintf(r.prompt_hash, sizeof r.prompt_hash, "%064d", ++n);
+    r.prompt = "p";
+    r.reply = strstr(status, "ok") ? "a reply" : NULL;
+    r.status = status;
+    r.cand_id = cand;
+    r.tokens_in = tok[0];
+    r.tokens_cached_in = tok[1];
+    r.tokens_out = tok[2];
+    r.tokens_reasoning = tok[3];
+    r.cost = cost;
+    r.latency_s = 10 * cost;
+    assert_int_equal(kevo_archive_llm_add(f->a, &r, &id), KEVO_OK);
+}
+
+/* Per model: calls by status (without the message), tokens, cost, latency, and the
+ * evaluated candidates its replies became, correct and better than their parent. */
+static void test_llm_models(void **state)
+{
+    static const char A[] = "openai:a@http://h/v1", B[] = "anthropic:b@https://h/v1";
+    static const int64_t t1[4] = { 100, 40, 50, 10 }, t2[4] = { 200, 0, 20, 0 },
+                         t3[4] = { 10, 0, 5, 0 }, t0[4] = { 0, 0, 0, 0 };
+    struct fix *f = *state;
+    int64_t s1 = add(f, 1, "seed", 0), c1 = add(f, 2, "llm_improve", s1);
+    int64_t c2 = add(f, 3, "llm_improve", s1), c3 = add(f, 4, "llm_improve", s1);
+    int64_t c4 = add(f, 5, "llm_fix", s1), run2 = 0;
+    char *js = NULL;
+
+    finish(f, s1, "ok", 10);
+    finish(f, c1, "ok", 5);                     /* better than its parent */
+    finish(f, c2, "mismatch", 1);
+    finish(f, c4, "ok", 20);                    /* correct, slower; c3 is not evaluated */
+    llm_call(f, f->run, A, "ok", c1, t1, 0.25);
+    llm_call(f, f->run, A, "ok", c2, t2, 0.5);
+    llm_call(f, f->run, A, "unusable: no code block: none", 0, t3, 0.125);
+    llm_call(f, f->run, A, "unusable: an edit does not match", 0, t3, 0.125);
+    llm_call(f, f->run, A, "http_429", 0, t0, 0);
+    llm_call(f, f->run, A, "ok", c3, t3, 0.125);
+    llm_call(f, f->run, B, "replay: ok", c4, t2, 0);
+    llm_call(f, f->run, B, "replay: unusable: x", 0, t3, 0);
+    llm_call(f, f->run, B, "cached unusable: y", 0, t0, 0);
+    assert_int_equal(kevo_archive_run_create(f->a, "t2", NULL, "x", 1, NULL, &run2), KEVO_OK);
+    llm_call(f, run2, A, "ok", 0, t1, 1.0);    /* another run's: not counted */
+
+    assert_int_equal(kevo_archive_llm_models_json(f->a, f->run, &js), KEVO_OK);
+    json_t *doc = json_loads(js, 0, NULL), *a = json_array_get(doc, 1), *b = json_array_get(doc, 0);
+    kevo_free(js);
+    assert_int_equal(json_array_size(doc), 2);  /* by name: anthropic:b first */
+    assert_string_equal(json_string_value(json_object_get(a, "model")), A);
+    assert_string_equal(json_string_value(json_object_get(b, "model")), B);
+    js = json_dumps(json_object_get(a, "calls"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(js, "{\"http_429\":1,\"ok\":3,\"unusable\":2}");
+    free(js);
+    js = json_dumps(json_object_get(a, "tokens"), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_string_equal(js, "{\"in\":330,\"cached_in\":40,\"out\":85,\"reasoning\":10}");
+    free(js);
+    assert_int_equal(json_integer_value(json_object_get(a, "n_calls")), 6);
+    assert_true(fabs(json_real_value(json_object_get(a, "cost")) - 1.125) < 1e-12);
+    assert_true(fabs(json_real_value(json_object_get(a, "latency_s")) - 11.25) < 1e-9);
+    assert_int_equal(json_integer_value(json_object_get(a, "candidates")), 2);
+    assert_int_equal(json_integer_value(json_object_get(a, "ok")), 1);
+    assert_int_equal(json_integer_value(json_object_get(a, "improved")), 1);
+    js = json_dumps(json_object_get(b, "calls"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(js, "{\"cached unusable\":1,\"replay: ok\":1,"
+                            "\"replay: unusable\":1}");
+    free(js);
+    assert_int_equal(json_integer_value(json_object_get(b, "candidates")), 1);
+    assert_int_equal(json_integer_value(json_object_get(b, "ok")), 1);
+    assert_int_equal(json_integer_value(json_object_get(b, "improved")), 0);
+    assert_true(json_real_value(json_object_get(b, "cost")) == 0);
+    json_decref(doc);
+    /* a run without calls, or no such run: none */
+    assert_int_equal(kevo_archive_llm_models_json(f->a, 999, &js), KEVO_OK);
+    assert_string_equal(js, "[]");
+    kevo_free(js);
+}
+
 /* The step log: verdicts and replies interleaved in the order they were handled; the
  * LLM rows read back whole; sessions counted by each return to running. */
 static void test_steps(void **state)
@@ -773,6 +862,8 @@ static void test_steps(void **state)
     r.reply = "an answer";
     r.tokens_in = 10;
     r.tokens_out = 20;
+    r.tokens_cached_in = 4;
+    r.tokens_reasoning = 6;
     r.cost = 0.5;
     r.status = "ok";
     r.step = 2;
@@ -805,6 +896,7 @@ static void test_steps(void **state)
     assert_true(rows[0].id == l1 && rows[0].cand_id == a2 && rows[0].step == 2);
     assert_int_equal(rows[0].submitted, 5);
     assert_true(rows[0].tokens_in == 10 && rows[0].tokens_out == 20 && rows[0].cost == 0.5);
+    assert_true(rows[0].tokens_cached_in == 4 && rows[0].tokens_reasoning == 6);
     assert_string_equal(rows[0].reply, "an answer");
     assert_string_equal(rows[0].op, "llm_improve");
     assert_string_equal(rows[0].model, "openai:m@http://h/v1");
@@ -1262,6 +1354,7 @@ int main(void)
         T(test_op_stats),
         T(test_evals),
         T(test_llm),
+        T(test_llm_models),
         T(test_steps),
         T(test_migrate_v1),
         T(test_reopen_preserves),

@@ -20,6 +20,7 @@
 #include "kevo.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <sqlite3.h>
 
 #define TASK "tests/search/slow_ref.c"
@@ -53,13 +54,16 @@ static pthread_mutex_t body_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *bodies[256];
 static int n_bodies;
 
-/* An OpenAI chat completion whose content is text, with fixed usage. */
+/* An OpenAI chat completion whose content is text, with fixed usage: 1000 tokens in (200
+ * of them from the provider's cache), 100 out (30 of them reasoning). */
 static const char *completion(const char *text)
 {
-    json_t *r = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}], s:{s:i, s:i}}", "id", "c",
-                          "choices", "index", 0, "message", "role", "assistant", "content", text,
-                          "finish_reason", "stop", "usage", "prompt_tokens", 1000,
-                          "completion_tokens", 100);
+    json_t *r = json_pack("{s:s, s:[{s:i, s:{s:s, s:s}, s:s}], s:{s:i, s:i, s:{s:i}, s:{s:i}}}",
+                          "id", "c", "choices", "index", 0, "message", "role", "assistant",
+                          "content", text, "finish_reason", "stop", "usage", "prompt_tokens",
+                          1000, "completion_tokens", 100, "prompt_tokens_details",
+                          "cached_tokens", 200, "completion_tokens_details",
+                          "reasoning_tokens", 30);
     char *s = json_dumps(r, JSON_COMPACT);
     json_decref(r);
     pthread_mutex_lock(&body_mu);
@@ -182,6 +186,48 @@ static double q1(const char *db, const char *sql, int col)
     sqlite3_finalize(q);
     sqlite3_close(s);
     return v;
+}
+
+/* The events of the last run that are LLM calls (an "llm" event with tokens), checked:
+ * each names model and its op, and has a status, the four token counts, a cost (JSON null
+ * when priced is 0) and a latency; the others ("duplicate", "given_up", ...) are not calls
+ * and have no tokens. A new array of the calls' events. */
+static json_t *call_events(const char *model, int priced)
+{
+    json_t *out = json_array(), *s;
+    size_t i;
+    json_array_foreach(events_json, i, s) {
+        json_t *e = json_loads(json_string_value(s), 0, NULL), *t = json_object_get(e, "tokens");
+        assert_non_null(e);
+        if (strcmp(json_string_value(json_object_get(e, "event")), "llm") || !t) {
+            json_decref(e);
+            continue;
+        }
+        assert_string_equal(json_string_value(json_object_get(e, "model")), model);
+        assert_non_null(strstr(json_string_value(json_object_get(e, "op")), "llm_"));
+        assert_true(json_is_string(json_object_get(e, "status")));
+        assert_true(json_is_integer(json_object_get(t, "in")) &&
+                    json_is_integer(json_object_get(t, "cached_in")) &&
+                    json_is_integer(json_object_get(t, "out")) &&
+                    json_is_integer(json_object_get(t, "reasoning")));
+        assert_true(priced ? json_is_number(json_object_get(e, "cost"))
+                           : json_is_null(json_object_get(e, "cost")));
+        assert_true(json_is_number(json_object_get(e, "latency_s")));
+        json_array_append_new(out, e);
+    }
+    return out;
+}
+
+/* `kevo runs ID --json`, parsed. */
+static json_t *runs_doc(const char *archive, int64_t id)
+{
+    char *js = NULL, *msg = NULL;
+    assert_int_equal(kevo_runs_json(archive, id, &js, &msg), KEVO_OK);
+    json_t *doc = json_loads(js, 0, NULL);
+    assert_non_null(doc);
+    kevo_free(js);
+    kevo_free(msg);
+    return doc;
 }
 
 /* The key appears nowhere kevo writes: the archive file (and its WAL), the report, the
@@ -309,6 +355,62 @@ static struct fake *fake_run(fake_respond_fn fn, struct kevo_run_opts *o, char *
 
 /* ---- the tests ---- */
 
+/* Every call of the run (report r) was one event with what the fake's usage said: a call
+ * over the network 1000 tokens in (200 cached), 100 out (30 reasoning), 0.002; one from
+ * the cache none, at no cost; and `kevo runs ID --json` and the report count the same per
+ * model. */
+static void events_ok(const char *archive, const char *model, json_t *r)
+{
+    int64_t run = json_integer_value(json_object_get(r, "run"));
+    json_t *calls = call_events(model, 1), *e;
+    size_t i;
+    int made = 0, with_id = 0;
+    char sql[300];
+
+    snprintf(sql, sizeof sql, "SELECT count(*), count(cand_id) FROM llm_calls WHERE run_id = %lld",
+             (long long)run);
+    assert_int_equal(json_array_size(calls), (size_t)q1(archive, sql, 0));   /* one per call */
+    json_array_foreach(calls, i, e) {
+        json_t *t = json_object_get(e, "tokens");
+        const char *st = json_string_value(json_object_get(e, "status"));
+        int net = !strcmp(st, "ok") || !strcmp(st, "unusable") || !strcmp(st, "unused");
+        made += net;
+        assert_true(net || !strncmp(st, "cached", 6));
+        assert_int_equal(json_integer_value(json_object_get(t, "in")), net ? 1000 : 0);
+        assert_int_equal(json_integer_value(json_object_get(t, "cached_in")), net ? 200 : 0);
+        assert_int_equal(json_integer_value(json_object_get(t, "out")), net ? 100 : 0);
+        assert_int_equal(json_integer_value(json_object_get(t, "reasoning")), net ? 30 : 0);
+        assert_true(fabs(json_number_value(json_object_get(e, "cost")) - (net ? 0.002 : 0)) <
+                    1e-12);
+        assert_true((!strcmp(st, "unusable") || !strcmp(st, "unused")) ==
+                    json_is_string(json_object_get(e, "message")));
+        with_id += json_is_integer(json_object_get(e, "id"));
+    }
+    assert_true(made >= 3);
+    assert_int_equal(with_id, (int)q1(archive, sql, 1));   /* the candidates they became */
+    json_decref(calls);
+    /* per model, in `kevo runs ID --json` and in the report alike */
+    json_t *doc = runs_doc(archive, run), *m = json_array_get(json_object_get(doc, "llm_models"), 0);
+    json_t *t = json_object_get(m, "tokens");
+    assert_int_equal(json_array_size(json_object_get(doc, "llm_models")), 1);
+    assert_string_equal(json_string_value(json_object_get(m, "model")), model);
+    assert_int_equal(json_integer_value(json_object_get(m, "n_calls")), (int)q1(archive, sql, 0));
+    assert_int_equal(json_integer_value(json_object_get(t, "in")), 1000 * made);
+    assert_int_equal(json_integer_value(json_object_get(t, "cached_in")), 200 * made);
+    assert_int_equal(json_integer_value(json_object_get(t, "out")), 100 * made);
+    assert_int_equal(json_integer_value(json_object_get(t, "reasoning")), 30 * made);
+    assert_true(fabs(json_number_value(json_object_get(m, "cost")) - 0.002 * made) < 1e-9);
+    assert_true(json_integer_value(json_object_get(m, "candidates")) >= 2);
+    assert_true(json_integer_value(json_object_get(m, "ok")) >= 1);
+    print_message("[ models   ] %d calls (%d made), %d candidates, %d ok, %d improved\n",
+                  (int)json_integer_value(json_object_get(m, "n_calls")), made,
+                  (int)json_integer_value(json_object_get(m, "candidates")),
+                  (int)json_integer_value(json_object_get(m, "ok")),
+                  (int)json_integer_value(json_object_get(m, "improved")));
+    assert_true(json_equal(m, json_array_get(json_object_get(r, "llm_models"), 0)));
+    json_decref(doc);
+}
+
 static void test_generate_fix_improve(void **state)
 {
     struct kevo_run_opts o;
@@ -324,6 +426,7 @@ static void test_generate_fix_improve(void **state)
     json_t *r = run(&o);
     fake_stop(f);
     assert_non_null(strstr(f_last_auth, SECRET));   /* the provider did get it */
+    events_ok(archive, model, r);
     no_secret_in(archive, r);
     if (getenv("KEVO_TEST_DEBUG")) {
         char cmd[700];
@@ -543,17 +646,96 @@ static void test_failing_provider_given_up(void **state)
     events_json = json_array();
     json_t *r = run(&o);
     fake_stop(f);
-    double calls = q1(archive, "SELECT count(*) FROM llm_calls", 0);
+    double calls_n = q1(archive, "SELECT count(*) FROM llm_calls", 0);
     print_message("[ failing  ] %s after %.0f failed calls\n",
-                  json_string_value(json_object_get(r, "reason")), calls);
-    assert_true(calls >= 5 && calls <= 6);   /* 5 in a row, and one still in flight */
+                  json_string_value(json_object_get(r, "reason")), calls_n);
+    assert_true(calls_n >= 5 && calls_n <= 6);   /* 5 in a row, and one still in flight */
     char *ev = json_dumps(events_json, 0);
     assert_non_null(strstr(ev, "given_up"));
     free(ev);
+    json_t *calls, *e;
+    size_t i;
+    int given_up = 0;
+    json_array_foreach(events_json, i, e) {   /* not a call: the model and op it gave up on */
+        json_t *g = json_loads(json_string_value(e), 0, NULL);
+        const char *st = json_string_value(json_object_get(g, "status"));
+        if (st && !strcmp(st, "given_up")) {
+            assert_string_equal(json_string_value(json_object_get(g, "model")), model);
+            assert_non_null(json_string_value(json_object_get(g, "op")));
+            assert_null(json_object_get(g, "tokens"));
+            given_up++;
+        }
+        json_decref(g);
+    }
+    assert_int_equal(given_up, 1);
+    /* each failed call is one event: its status, the provider's message, no tokens */
+    calls = call_events(model, 1);
+    assert_int_equal(json_array_size(calls), (size_t)calls_n);
+    json_array_foreach(calls, i, e) {
+        assert_string_equal(json_string_value(json_object_get(e, "status")), "http_400");
+        assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "bad"));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(e, "tokens"), "in")),
+                         0);
+        assert_true(json_number_value(json_object_get(e, "cost")) == 0);
+    }
+    json_decref(calls);
     json_decref(events_json);
     events_json = NULL;
     assert_string_not_equal(json_string_value(json_object_get(r, "reason")), "?");
     json_decref(r);
+}
+
+/* A model the price table lacks has no price: what its calls cost is unknown, null in
+ * every event, in `kevo runs ID --json` and in the report, never 0, and the run's
+ * "prices_used" leaves it out. One the table prices at 0 (a local model) cost 0. */
+static void test_unpriced_model(void **state)
+{
+    struct kevo_run_opts o;
+    char archive[512], model[128], zero[300];
+    const char *models[1];
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    snprintf(zero, sizeof zero, "%s/zero-prices.json", dir);
+    FILE *fp = fopen(zero, "w");
+    assert_non_null(fp);
+    fputs("{\"free\": {\"in\": 0, \"out\": 0}}\n", fp);
+    fclose(fp);
+    for (int priced = 0; priced < 2; priced++) {
+        struct fake *f = fake_run(respond, &o, archive, models, model,
+                                  priced ? "zero.db" : "unpriced.db");
+        snprintf(model, 128, "openai:free@http://127.0.0.1:%d/v1", f->port);
+        o.budget = 6;
+        if (priced)
+            o.prices = zero;
+        events_json = json_array();
+        json_t *r = run(&o);
+        fake_stop(f);
+        json_t *calls = call_events(model, priced);
+        assert_true(json_array_size(calls) >= 1);
+        json_decref(calls);
+        json_decref(events_json);
+        events_json = NULL;
+        json_t *doc = runs_doc(archive, json_integer_value(json_object_get(r, "run")));
+        json_t *m = json_array_get(json_object_get(doc, "llm_models"), 0);
+        json_t *rm = json_array_get(json_object_get(r, "llm_models"), 0);
+        json_t *t = json_object_get(m, "tokens");
+        print_message("[ unpriced ] %s: %d calls, %d tokens in, cost %s\n", priced ? "at 0" :
+                      "no price", (int)json_integer_value(json_object_get(m, "n_calls")),
+                      (int)json_integer_value(json_object_get(t, "in")),
+                      json_is_null(json_object_get(m, "cost")) ? "null" : "a number");
+        assert_true(json_integer_value(json_object_get(t, "in")) >= 1000);
+        assert_int_equal(json_integer_value(json_object_get(t, "cached_in")) * 5,
+                         json_integer_value(json_object_get(t, "in")));
+        assert_true(priced ? json_number_value(json_object_get(m, "cost")) == 0
+                           : json_is_null(json_object_get(m, "cost")));
+        assert_true(json_equal(json_object_get(m, "cost"), json_object_get(rm, "cost")));
+        json_t *pu = json_object_get(json_object_get(doc, "config"), "prices_used");
+        assert_true(json_is_object(pu));
+        assert_true(priced == (json_object_get(pu, "free") != NULL));
+        json_decref(doc);
+        json_decref(r);
+    }
 }
 
 /* Calls in flight together come back in whatever order their threads finish; the
@@ -594,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_failing_provider_given_up),
         cmocka_unit_test(test_generate_fix_improve),
         cmocka_unit_test(test_cost_cap),
+        cmocka_unit_test(test_unpriced_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
