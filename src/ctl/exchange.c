@@ -573,7 +573,8 @@ static char *answer_json(const struct answer *a, const struct item *it,
                                                   "reasoning", (json_int_t)r->tokens_reasoning));
     json_object_set_new(o, "model", json_string(a->specs[it->model]));
     if (c) {
-        json_object_set_new(o, "cost", json_real(c->cost));
+        json_object_set_new(o, "cost", a->models[it->model].priced ? json_real(c->cost)
+                                                                    : json_null());
         json_object_set_new(o, "latency_s", json_real(r->latency_s));
     }
     if (r && r->error)
@@ -650,40 +651,25 @@ static enum kevo_status answer_submit(struct answer *a, int i)
     }
 }
 
-/* Prices per million tokens for a's models from the table (o->prices, $KEVO_PRICES, else
- * the source tree's prices.json, as kevo run reads it); with a cost cap, a model without
- * one is refused. */
+/* Prices per million tokens for a's models from the table, as kevo run reads it
+ * (kevo_prices_load); with a cost cap, a model without one is refused. */
 static enum kevo_status answer_prices(struct answer *a, const struct kevo_exchange_opts *o,
                                       char **msg)
 {
-    char def[PATH_MAX];
-    const char *env = getenv("KEVO_PRICES"), *path = o->prices;
-    json_error_t je;
-    json_t *t;
+    json_t *t = NULL;
+    char *path = NULL;
+    enum kevo_status st = kevo_prices_load(o->prices, &t, &path, msg);
 
-    if (!path && env && *env)
-        path = env;
-    if (!path)
-        snprintf(def, sizeof def, "%s/prices.json", KEVO_SOURCE_DIR);
-    t = json_load_file(path ? path : def, 0, &je);
-    if (!t && path) {
-        *msg = kevo_strdupf("%s:%d: %s", path, je.line, je.text);
-        return KEVO_ERR_PARSE;
-    }
-    for (int i = 0; i < a->n_models; i++) {
-        json_t *p = json_object_get(t, a->models[i].name);
-        a->models[i].price_in = json_number_value(json_object_get(p, "in"));
-        a->models[i].price_out = json_number_value(json_object_get(p, "out"));
-        if (!json_is_object(p) && o->cost_cap > 0) {
+    for (int i = 0; !st && i < a->n_models; i++)
+        if (!kevo_prices_apply(t, &a->models[i]) && o->cost_cap > 0) {
             *msg = kevo_strdupf("--cost-cap: model '%s' has no price in %s (add it, or give a "
                                 "table with --prices FILE)", a->models[i].name,
-                                path ? path : def);
-            json_decref(t);
-            return KEVO_ERR_INVALID;
+                                path ? path : "the price table");
+            st = KEVO_ERR_INVALID;
         }
-    }
+    kevo_free(path);
     json_decref(t);
-    return KEVO_OK;
+    return st;
 }
 
 /* The lines of text checked into a->items (strings borrowed from objs). */

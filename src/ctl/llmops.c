@@ -8,7 +8,12 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#ifndef KEVO_SOURCE_DIR
+#define KEVO_SOURCE_DIR "."
+#endif
 
 #define MAX_THREADS 32
 
@@ -346,4 +351,45 @@ const char *kevo_llmops_model_name(const struct kevo_llmops *o, int i)
 const struct kevo_llm_model *kevo_llmops_model(const struct kevo_llmops *o, int i)
 {
     return i >= 0 && i < o->cfg.n_models ? &o->eff[i] : NULL;
+}
+
+/* ---- the price table ---- */
+
+enum kevo_status kevo_prices_load(const char *opt, json_t **out, char **path, char **msg)
+{
+    const char *env = getenv("KEVO_PRICES");
+    int named = opt || (env && *env);
+    char *file = opt ? kevo_strdup(opt) : named ? kevo_strdup(env)
+                                                : kevo_strdupf("%s/prices.json", KEVO_SOURCE_DIR);
+    json_error_t e;
+
+    *out = NULL;
+    *msg = NULL;
+    if (path)
+        *path = NULL;
+    if (!file)
+        return KEVO_ERR_NOMEM;
+    *out = json_load_file(file, 0, &e);
+    if (!*out && named) {
+        *msg = kevo_strdupf("%s:%d: %s", file, e.line, e.text);
+        kevo_free(file);
+        return KEVO_ERR_PARSE;
+    }
+    if (path)
+        *path = file;
+    else
+        kevo_free(file);
+    return KEVO_OK;
+}
+
+int kevo_prices_apply(json_t *table, struct kevo_llm_model *m)
+{
+    json_t *p = json_object_get(table, m->name);
+    json_t *cached = json_object_get(p, "cached_in");
+
+    m->priced = json_is_object(p);
+    m->price_in = json_number_value(json_object_get(p, "in"));
+    m->price_out = json_number_value(json_object_get(p, "out"));
+    m->price_cached_in = json_is_number(cached) ? json_number_value(cached) : m->price_in;
+    return m->priced;
 }

@@ -22,6 +22,7 @@
 #include "ctl/archive.h"
 #include "kevo.h"
 #include "ctl/llm.h"
+#include <jansson.h>
 
 enum kevo_llm_op { KEVO_LLMOP_GENERATE = 0, KEVO_LLMOP_IMPROVE, KEVO_LLMOP_FIX,
                    KEVO_LLMOP_CROSSOVER, KEVO_LLMOP_PLAN, KEVO_LLMOP_COUNT };
@@ -113,5 +114,20 @@ const char *kevo_llmops_model_name(const struct kevo_llmops *o, int i);
 /* Model i as its calls are sent: its spec's settings, cfg's defaults where it sets none
  * (borrowed); NULL for no such model. */
 const struct kevo_llm_model *kevo_llmops_model(const struct kevo_llmops *o, int i);
+
+/* ---- the price table (docs/llm.md "Cost"), one reading for run, check and answer ---- */
+
+/*
+ * The table: opt (a file), else $KEVO_PRICES, else the source tree's prices.json. *out is a
+ * new reference, NULL when the tree's own table is missing (then nothing has a price). A
+ * table named by opt or the environment that cannot be read is KEVO_ERR_PARSE with *msg
+ * "PATH:LINE: what" (kevo_free). *path (kevo_free; may be NULL) names the file used.
+ */
+KEVO_NODISCARD enum kevo_status kevo_prices_load(const char *opt, json_t **out, char **path,
+                                                 char **msg);
+/* m's prices from the table's entry m->name: price_in, price_out, price_cached_in (its
+ * "cached_in", else the "in" rate) and priced = 1; a model the table lacks gets no price
+ * (priced 0, prices 0). Returns m->priced. table NULL: no prices. */
+int kevo_prices_apply(json_t *table, struct kevo_llm_model *m);
 
 #endif

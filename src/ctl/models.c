@@ -10,6 +10,8 @@
  */
 #include "ctl/models.h"
 
+#include "ctl/llmops.h"
+
 #include "base/mem.h"
 
 #include <stdio.h>
@@ -259,28 +261,6 @@ json_t *kevo_models_result_json(const char *spec, const struct kevo_models_resul
 
 /* ---- `kevo models check` (kevo.h) ---- */
 
-/* The price table as kevo run finds it (--prices FILE, $KEVO_PRICES, the tree's
- * prices.json); *out NULL when the tree's is missing. A table named but unreadable is an
- * error. *path is kevo_free'd by the caller. */
-static enum kevo_status prices_load(const char *opt, json_t **out, char **path, char **msg)
-{
-    const char *env = getenv("KEVO_PRICES");
-    int named = opt || (env && *env);
-    json_error_t e;
-
-    *out = NULL;
-    *path = opt ? kevo_strdup(opt) : named ? kevo_strdup(env)
-                                           : kevo_strdupf("%s/prices.json", KEVO_SOURCE_DIR);
-    if (!*path)
-        return KEVO_ERR_NOMEM;
-    *out = json_load_file(*path, 0, &e);
-    if (!*out && named) {
-        *msg = kevo_strdupf("%s:%d: %s", *path, e.line, e.text);
-        return KEVO_ERR_PARSE;
-    }
-    return KEVO_OK;
-}
-
 /* One spec checked into the document's list. */
 static enum kevo_status check_spec(struct kevo_llm *c, const char *spec, json_t *table,
                                    json_t *list, int *all_ok)
@@ -299,7 +279,7 @@ static enum kevo_status check_spec(struct kevo_llm *c, const char *spec, json_t 
         st = res.diagnosis ? KEVO_OK : KEVO_ERR_NOMEM;
     } else {
         st = kevo_models_check(c, &m, &res);
-        res.price_known = json_is_object(json_object_get(table, m.name));
+        res.price_known = kevo_prices_apply(table, &m);
     }
     if (!st && json_array_append_new(list, kevo_models_result_json(spec, &res)) != 0)
         st = KEVO_ERR_NOMEM;
@@ -326,7 +306,7 @@ enum kevo_status kevo_models_check_json(const char *const *specs, int n_specs,
                                "the config file)");
         goto out;
     }
-    st = list ? prices_load(prices, &table, &path, out_msg) : KEVO_ERR_NOMEM;
+    st = list ? kevo_prices_load(prices, &table, &path, out_msg) : KEVO_ERR_NOMEM;
     if (!st)
         st = kevo_models_client(&c);
     for (int i = 0; !st && i < n_specs; i++)

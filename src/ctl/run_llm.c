@@ -124,33 +124,23 @@ static const char *dir_of(const char *opt, const char *env, const char *sub, cha
  * has is priced (at 0 too: a local model); one it lacks has no price. */
 static enum kevo_status load_prices(struct runctx *r)
 {
-    char def[PATH_MAX];
-    const char *path = dir_of(r->o->prices, "KEVO_PRICES", "prices.json", def, sizeof def);
-    json_error_t e;
-    json_t *used = r->set.prices_used;
-    json_t *t = used ? json_incref(used) : json_load_file(path, 0, &e);
+    json_t *t = NULL;
+    char *path = NULL, *msg = NULL;
+    enum kevo_status st = KEVO_OK;
 
-    if (!t && (r->o->prices || getenv("KEVO_PRICES")))
-        return kevo_run_fail(r, KEVO_ERR_PARSE, "%s:%d: %s", path, e.line, e.text);
-    for (int i = 0; i < r->llm->n_models; i++) {
-        json_t *p = json_object_get(t, r->llm->models[i].name);
-        if (json_is_object(p)) {
-            r->llm->models[i].priced = 1;
-            r->llm->models[i].price_in = json_number_value(json_object_get(p, "in"));
-            r->llm->models[i].price_out = json_number_value(json_object_get(p, "out"));
-            r->llm->models[i].price_cached_in =   /* optional: else the "in" rate */
-                json_is_number(json_object_get(p, "cached_in"))
-                    ? json_number_value(json_object_get(p, "cached_in"))
-                    : r->llm->models[i].price_in;
-        } else if (r->o->cost_cap > 0) {
-            json_decref(t);
-            return kevo_run_fail(r, KEVO_ERR_INVALID, "--cost-cap: model '%s' has no price in %s "
-                                 "(add it, or give a table with --prices FILE)",
-                                 r->llm->models[i].name, path);
-        }
-    }
+    if (r->set.prices_used)
+        t = json_incref(r->set.prices_used);
+    else if (kevo_prices_load(r->o->prices, &t, &path, &msg) != KEVO_OK)
+        st = kevo_run_fail(r, KEVO_ERR_PARSE, "%s", msg ? msg : "the price table");
+    for (int i = 0; !st && i < r->llm->n_models; i++)
+        if (!kevo_prices_apply(t, &r->llm->models[i]) && r->o->cost_cap > 0)
+            st = kevo_run_fail(r, KEVO_ERR_INVALID, "--cost-cap: model '%s' has no price in %s "
+                               "(add it, or give a table with --prices FILE)",
+                               r->llm->models[i].name, path ? path : "the price table");
+    kevo_free(msg);
+    kevo_free(path);
     json_decref(t);
-    return KEVO_OK;
+    return st;
 }
 
 /* ---- the check before the first call ---- */
