@@ -54,12 +54,16 @@ enum adapt_kind { ADAPT_DROP = 0, ADAPT_RENAME, ADAPT_LIMIT };
 
 /* A change of a model's requests that a provider's 400 asked for, kept for the client's
  * lifetime (the run): the next call of the model is right the first time. */
+#define REDACT_MIN 6                     /* key characters in a row that are masked */
+
 struct adapt {
     char *model;                         /* "api:name@base_url" (owned in the table) */
     enum adapt_kind kind;
     char param[48];                      /* the body's member */
     char to[48];                         /* RENAME: its new name */
     json_int_t limit;                    /* LIMIT: the most it may be */
+    int once;                            /* for this call only: what the refusal says of
+                                            one request (its prompt), not of the model */
 };
 
 struct kevo_llm {
@@ -117,26 +121,41 @@ static void free_secret(char *s)
 }
 
 /* s with every occurrence of key replaced by "[key]"; a copy of s when key is empty. */
+/* The length of the longest run of s[0..] that occurs in key (at most n). */
+static size_t key_run(const char *s, const char *key, size_t n)
+{
+    size_t best = 0;
+
+    for (const char *k = key; *k; k++) {
+        size_t l = 0;
+        while (l < n && s[l] && k[l] && s[l] == k[l])
+            l++;
+        best = l > best ? l : best;
+    }
+    return best;
+}
+
+/* s with every run of REDACT_MIN or more characters taken from key replaced by "[key]":
+ * a provider that quotes part of a refused key ("sk-12345***6789") shows none of it. */
 static char *redact(const char *s, const char *key)
 {
     struct kevo_buf b;
     size_t klen = key ? strlen(key) : 0;
-    const char *p = s, *hit;
 
-    if (!klen)
+    if (klen < REDACT_MIN)
         return kevo_strdup(s);
     kevo_buf_init(&b, 0);
-    for (hit = strstr(p, key); hit; hit = strstr(p, key)) {
-        if (kevo_buf_add(&b, p, (size_t)(hit - p)) || kevo_buf_adds(&b, "[key]"))
-            goto fail;
-        p = hit + klen;
+    for (const char *p = s; *p;) {
+        size_t run = key_run(p, key, klen);
+        enum kevo_status st = run >= REDACT_MIN ? kevo_buf_adds(&b, "[key]")
+                                                : kevo_buf_add(&b, p, 1);
+        if (st) {
+            kevo_buf_free(&b);
+            return NULL;
+        }
+        p += run >= REDACT_MIN ? run : 1;
     }
-    if (kevo_buf_adds(&b, p))
-        goto fail;
     return kevo_buf_take(&b);
-fail:
-    kevo_buf_free(&b);
-    return NULL;
 }
 
 /* The reply's error: formatted, the key removed, on one printable line. */
@@ -278,7 +297,7 @@ char *kevo_llm_key(const struct kevo_llm_model *m, char **why)
 void kevo_llm_limits_default(struct kevo_llm_limits *l)
 {
     l->connect_timeout_s = 10;
-    l->total_timeout_s = 300;
+    l->total_timeout_s = 900;   /* 32K output tokens at 40 tokens/s, with room */
     l->max_attempts = 5;
     l->max_wait_s = 120;
     l->backoff_s = 1;
@@ -390,6 +409,8 @@ struct call {
     json_t *sent;                        /* the body as sent */
     char *body;                          /* its text (jansson's allocation) */
     struct curl_slist *headers;          /* holds the key: headers_free */
+    struct adapt once;                   /* an adaptation of this call only (once.once 0:
+                                            none) */
 };
 
 static json_t *msg_obj(const char *role, const char *content)
@@ -471,6 +492,8 @@ static enum kevo_status call_body(struct kevo_llm *c, struct call *k)
             adapt_apply(&c->adapts[i], doc);
     }
     pthread_mutex_unlock(&c->mu);
+    if (k->once.once)
+        adapt_apply(&k->once, doc);
     free_secret(k->body);
     json_decref(k->sent);
     k->sent = doc;
@@ -1053,9 +1076,11 @@ static int heal_rule(const struct call *k, const struct attempt *at, struct adap
         found = json_integer_value(json_object_get(k->sent, lim)) > most;
     } else if (k->m->api == KEVO_LLM_OPENAI && strcasestr(msg, "maximum context length") &&
                json_object_get(k->sent, lim)) {
-        /* vLLM, SGLang: the limit and the prompt do not fit the context; without a limit
-         * the server takes what is left of it */
+        /* vLLM, SGLang: the limit and this prompt do not fit the context; without a limit
+         * the server takes what is left of it. A fact about this request, not the model:
+         * later calls keep their limit (and the cost cap's reserve stays true) */
         a->kind = ADAPT_DROP;
+        a->once = 1;
         snprintf(a->param, sizeof a->param, "%s", lim);
         found = 1;
     } else {
@@ -1141,7 +1166,11 @@ static enum kevo_status call_heal(struct kevo_llm *c, struct call *k, const stru
     *again = 0;
     if (!heal_rule(k, at, &a))
         return KEVO_OK;
-    learned = adapt_keep(c, k, &a);
+    if (a.once && k->once.once)   /* this call was changed once already */
+        return KEVO_OK;
+    if (a.once)
+        k->once = a;
+    learned = a.once ? 1 : adapt_keep(c, k, &a);
     if (learned < 0)
         return KEVO_ERR_NOMEM;
     before = kevo_strdup(k->body);
@@ -1153,8 +1182,8 @@ static enum kevo_status call_heal(struct kevo_llm *c, struct call *k, const stru
     if (st || !learned || !*again)
         return st;
     adapt_say(&a, what, sizeof what);
-    KEVO_INFO("llm: %s refused a parameter (HTTP %ld): %s, in this call and every later one",
-              k->m->name, at->http, what);
+    KEVO_INFO("llm: %s refused a parameter (HTTP %ld): %s, in %s", k->m->name, at->http, what,
+              a.once ? "this call" : "this call and every later one");
     return adapted_add(out, &a);
 }
 

@@ -81,7 +81,8 @@ struct kevo_llm_req {
 
 struct kevo_llm_limits {
     double connect_timeout_s;     /* per attempt (default 10) */
-    double total_timeout_s;       /* per attempt (default 300) */
+    double total_timeout_s;       /* per attempt (default 900: a reasoning model writing its
+                                     whole 32K output limit at ~40 tokens/s) */
     int max_attempts;             /* default 5 */
     double max_wait_s;            /* all backoff sleeps of a call together (default 120) */
     double backoff_s;             /* the first backoff (default 1), doubled each time, +-50% jitter */
