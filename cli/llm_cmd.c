@@ -13,27 +13,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#define FILE_MAX ((size_t)1 << 31)   /* a file of lines: replies of up to 4 MiB each */
+#define FILE_MAX ((size_t)256 << 20)   /* a file of lines (replies of up to 4 MiB each) */
+#define MODELS_MAX 64                  /* --model given to answer (cli_load_config's room) */
 
 /* The whole of path ("-": stdin) into *out (free it), its length in *len; 0, or -1 after
- * saying why. */
+ * saying why. A file over FILE_MAX is refused before its bytes are allocated. */
 static int read_all(const char *path, char **out, size_t *len)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
     size_t cap = 1 << 16, n = 0;
     char *b = NULL;
+    struct stat sb;
 
     *out = NULL;
     if (!f) {
         fprintf(stderr, "kevo: %s: %s\n", path, strerror(errno));
         return -1;
     }
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size > FILE_MAX) {
+        fprintf(stderr, "kevo: %s: %lld bytes, more than kevo llm reads from one file (%zu "
+                "MiB): split it into several files\n", path, (long long)sb.st_size,
+                FILE_MAX >> 20);
+        if (f != stdin)
+            fclose(f);
+        return -1;
+    }
     for (;;) {
-        char *p = n + 1 >= cap || !b ? realloc(b, cap *= 2) : b;
-        if (!p || cap > FILE_MAX) {
-            fprintf(stderr, "kevo: %s: %s\n", path, p ? "too big" : "out of memory");
-            free(p ? p : b);
+        int big = b && n + 1 >= cap && cap > FILE_MAX;   /* full at FILE_MAX bytes */
+        char *p = b;
+        if (!big && (!b || n + 1 >= cap)) {
+            cap = cap * 2 > FILE_MAX + 1 ? FILE_MAX + 1 : cap * 2;
+            p = realloc(b, cap);
+        }
+        if (big || !p) {
+            if (big)
+                fprintf(stderr, "kevo: %s: more than kevo llm reads from one file (%zu MiB): "
+                        "split it into several files\n", path, FILE_MAX >> 20);
+            else
+                fprintf(stderr, "kevo: %s: out of memory\n", path);
+            free(b);
             if (f != stdin)
                 fclose(f);
             return -1;
@@ -116,9 +136,11 @@ static void put_line(void *user, const char *line)
     fflush(f);
 }
 
-/* The options of answer: 1 consumed, 0 not one, -1 bad usage. */
+/* The options of answer (models: room for MODELS_MAX, counted in ro): 1 consumed, 0 not
+ * one, -1 bad usage. */
 static int answer_option(int argc, char **argv, int *i, struct kevo_exchange_opts *o,
-                         const char **out)
+                         const char **out, const char **config, struct kevo_run_opts *ro,
+                         const char **models)
 {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
 
@@ -126,6 +148,14 @@ static int answer_option(int argc, char **argv, int *i, struct kevo_exchange_opt
         return 0;
     if (!strcmp(a, "--out")) {
         *out = v;
+    } else if (!strcmp(a, "--model")) {
+        if (ro->n_models >= MODELS_MAX) {
+            cli_usage("llm answer takes at most 64 --model");
+            return -1;
+        }
+        models[ro->n_models++] = v;
+    } else if (!strcmp(a, "--config")) {
+        *config = v;
     } else if (!strcmp(a, "--prices")) {
         o->prices = v;
     } else if (!strcmp(a, "--cost-cap")) {
@@ -147,21 +177,26 @@ static int answer_option(int argc, char **argv, int *i, struct kevo_exchange_opt
     return 1;
 }
 
-/* `kevo llm answer FILE|- [--out FILE|-] [--cost-cap X] [--prices FILE]
- * [--llm-concurrency N]` */
+/* `kevo llm answer FILE|- [--model SPEC]... [--config FILE] [--out FILE|-] [--cost-cap X]
+ * [--prices FILE] [--llm-concurrency N]`: the models, and the price table unless given,
+ * from the command line and the config file as kevo run reads them (cli_load_config). */
 static int cmd_answer(int argc, char **argv)
 {
     struct kevo_exchange_opts o;
     struct kevo_exchange_stats s;
-    const char *in = NULL, *out = NULL;
+    struct kevo_run_opts ro;
+    const char *in = NULL, *out = NULL, *config = NULL, *models[MODELS_MAX];
     char *text = NULL, *msg = NULL;
+    json_t *cfg = NULL;
     size_t len = 0;
     FILE *f = stdout;
     int rc = 0;
 
     kevo_exchange_opts_default(&o);
+    kevo_run_opts_default(&ro);
+    ro.models = models;
     for (int i = 0; i < argc; i++) {
-        int r = answer_option(argc, argv, &i, &o, &out);
+        int r = answer_option(argc, argv, &i, &o, &out, &config, &ro, models);
         if (r < 0)
             return EXIT_USAGE;
         if (r == 0 && (in || (argv[i][0] == '-' && argv[i][1])))
@@ -171,11 +206,20 @@ static int cmd_answer(int argc, char **argv)
     }
     if (!in)
         return cli_usage("llm answer takes a file of pending calls (- for stdin)");
-    if (read_all(in, &text, &len) != 0)
+    if (cli_load_config(config, &ro, models, &cfg) < 0)
+        return EXIT_USAGE;
+    o.models = models;
+    o.n_models = ro.n_models;
+    if (!o.prices)
+        o.prices = ro.prices;
+    if (read_all(in, &text, &len) != 0) {
+        json_decref(cfg);
         return EXIT_FAILED;
+    }
     if (out && strcmp(out, "-") && !(f = fopen(out, "w"))) {
         fprintf(stderr, "kevo: %s: %s\n", out, strerror(errno));
         free(text);
+        json_decref(cfg);
         return EXIT_FAILED;
     }
     enum kevo_status st = kevo_exchange_answer(in, text, len, &o, put_line, f, &s, &msg);
@@ -192,6 +236,7 @@ static int cmd_answer(int argc, char **argv)
     }
     kevo_free(msg);
     free(text);
+    json_decref(cfg);
     return rc;
 }
 

@@ -220,6 +220,14 @@ struct kevo_exchange_opts {
     const char *prices;           /* price table; NULL: $KEVO_PRICES, else the tree's */
     double cost_cap;              /* spending cap of this answer session; 0: none */
     int concurrency;              /* calls in flight; 0: 4 */
+    const char *const *models;    /* the specs of this machine's models (--model, --config):
+                                     a line is asked of the one with its provider and model
+                                     name, at that one's base URL with that one's key
+                                     variable; the line's spec gives only provider:name and
+                                     its "?" settings, never a URL or a key variable */
+    int n_models;                 /* 0: a line is asked at its provider's own URL with its
+                                     default key variable, refused when its spec names a
+                                     URL or a key variable */
 };
 void kevo_exchange_opts_default(struct kevo_exchange_opts *o);
 struct kevo_exchange_stats {
@@ -234,7 +242,8 @@ struct kevo_exchange_stats {
 typedef void (*kevo_exchange_line_fn)(void *user, const char *line);
 /*
  * Make the calls of text (lines of kevo_exchange_pending; name says where they came from,
- * for messages) with their models' specs, kevo run's limits and o's cost cap; each answer
+ * for messages) with o's models (see kevo_exchange_opts), the lines' settings, kevo run's
+ * limits and o's cost cap; each answer
  * goes to out as soon as it is back: {"call", "status", "reply" (when ok), "usage": {"in",
  * "out", "cached_in", "reasoning"}, "model", "cost", "latency_s", "error" (when not ok)}.
  * A call that fails is a line with its status; a bad line (named with its field in

@@ -9,6 +9,10 @@
  * whole before anything is spent or stored: answer makes no call and import stores
  * nothing when a line is bad, and the message names every bad line (up to SHOWN_ERRORS)
  * with its field. No key is ever read into a line: specs name a key's variable only.
+ * A pending file crossed the gap and may have been edited: answer takes from a line's spec
+ * only provider:name and its "?" settings, never where to send a request or which key
+ * variable to send (model_where). Import caps what a line may claim: a reply at the live
+ * path's cap, each token count at TOKENS_MAX, the file at IMPORT_MAX.
  *
  * Thread-safety: answer's replies come back on llmops' threads; its state is behind a
  * mutex. Everything else runs on the caller's thread.
@@ -36,6 +40,8 @@
 #define SHOWN_ERRORS 20                /* bad lines named in one message */
 #define HASH_SHOWN 12                  /* prompt hash digits in a call id */
 #define OUT_MAX ((size_t)1 << 30)      /* the pending lines of one run */
+#define IMPORT_MAX ((size_t)256 << 20) /* a file of replies (kevo_exchange_import) */
+#define TOKENS_MAX 1000000000          /* a usage count of one imported call */
 
 /* ---- messages about lines ---- */
 
@@ -301,7 +307,8 @@ enum kevo_status kevo_exchange_pending(const char *archive, int64_t run, char **
 
 /* ---- import ---- */
 
-/* A non-negative integer member of usage (absent: 0); -1 after saying why. */
+/* A member of usage from 0 to TOKENS_MAX (absent: 0), so that sums over a run's calls
+ * stay far from int64's limit; -1 after saying why. */
 static int usage_int(struct errs *e, int line, json_t *usage, const char *key, int64_t *out)
 {
     json_t *v = json_object_get(usage, key);
@@ -311,6 +318,11 @@ static int usage_int(struct errs *e, int line, json_t *usage, const char *key, i
         return 0;
     if (!json_is_integer(v) || json_integer_value(v) < 0) {
         bad(e, line, "usage.%s: not a non-negative integer", key);
+        return -1;
+    }
+    if (json_integer_value(v) > TOKENS_MAX) {
+        bad(e, line, "usage.%s: %lld tokens, more than one call can use (at most %d)", key,
+            (long long)json_integer_value(v), TOKENS_MAX);
         return -1;
     }
     *out = json_integer_value(v);
@@ -356,7 +368,7 @@ static enum line_kind import_call(struct errs *e, int line, struct kevo_archive 
 
 /* Check line o and fill r from it (strings borrowed from o). */
 static enum line_kind import_line(struct errs *e, int line, struct kevo_archive *a, json_t *o,
-                                  struct kevo_llm_import_rec *r)
+                                  size_t max_reply, struct kevo_llm_import_rec *r)
 {
     json_t *reply = json_object_get(o, "reply"), *status = json_object_get(o, "status");
     json_t *usage = json_object_get(o, "usage"), *lat = json_object_get(o, "latency_s");
@@ -387,19 +399,39 @@ static enum line_kind import_line(struct errs *e, int line, struct kevo_archive 
         bad(e, line, "reply: not a string");
     else if (!failed && !*r->reply)
         bad(e, line, "reply: empty");
+    else if (!failed && json_string_length(reply) > max_reply)
+        bad(e, line, "reply: %zu bytes, more than a live call takes (%zu)",
+            json_string_length(reply), max_reply);
     if (e->n > bad_before || k == LINE_BAD)
         return LINE_BAD;
     return failed ? LINE_FAILED : k;
 }
 
-/* The lines of text checked into recs (strings borrowed from *objs, which holds them). */
+/* Call id (> 0) added to the open-addressed set seen (n_seen slots, a power of two, at
+ * least twice the ids it will hold); 1 when it was there already. */
+static int seen_add(int64_t *seen, size_t n_seen, int64_t id)
+{
+    size_t i = (size_t)((uint64_t)id * 0x9E3779B97F4A7C15u) & (n_seen - 1);
+
+    while (seen[i] && seen[i] != id)
+        i = (i + 1) & (n_seen - 1);
+    if (seen[i])
+        return 1;
+    seen[i] = id;
+    return 0;
+}
+
+/* The lines of text checked into recs (strings borrowed from *objs, which holds them);
+ * seen: n_seen zeroed slots for seen_add. */
 static void import_check(struct errs *e, struct kevo_archive *a, const char *text, size_t len,
                          json_t *objs, struct kevo_llm_import_rec *recs, int *n,
-                         struct kevo_exchange_stats *stats)
+                         int64_t *seen, size_t n_seen, struct kevo_exchange_stats *stats)
 {
+    struct kevo_llm_limits lim;
     const char *s;
     size_t pos = 0, sl;
 
+    kevo_llm_limits_default(&lim);   /* the live path's reply cap */
     for (int line = 1; next_line(text, len, &pos, &s, &sl); line++) {
         if (blank(s, sl))
             continue;
@@ -410,13 +442,12 @@ static void import_check(struct errs *e, struct kevo_archive *a, const char *tex
             continue;
         json_array_append_new(objs, o);
         stats->n_calls++;
-        enum line_kind k = import_line(e, line, a, o, &r);
-        for (int i = 0; k == LINE_REPLY && i < *n; i++)
-            if (recs[i].call == r.call) {
-                bad(e, line, "call: %s is answered twice in the file",
-                    json_string_value(json_object_get(o, "call")));
-                k = LINE_BAD;
-            }
+        enum line_kind k = import_line(e, line, a, o, lim.max_reply_bytes, &r);
+        if (k == LINE_REPLY && seen_add(seen, n_seen, r.call)) {
+            bad(e, line, "call: %s is answered twice in the file",
+                json_string_value(json_object_get(o, "call")));
+            k = LINE_BAD;
+        }
         if (k == LINE_REPLY)
             recs[(*n)++] = r;
         stats->n_failed += k == LINE_FAILED;
@@ -431,20 +462,30 @@ enum kevo_status kevo_exchange_import(const char *archive, const char *name, con
     struct kevo_archive *a = NULL;
     struct errs e = { .name = name ? name : "-" };
     struct kevo_llm_import_rec *recs = NULL;
+    int64_t *seen = NULL;
     json_t *objs = json_array();
-    size_t lines = 1;
+    size_t lines = 1, n_seen = 2;
     int n = 0;
     enum kevo_status st;
 
     memset(stats, 0, sizeof *stats);
     *out_msg = NULL;
     kevo_buf_init(&e.b, 1 << 16);
+    if (len > IMPORT_MAX) {
+        json_decref(objs);
+        *out_msg = kevo_strdupf("%s: %zu bytes, more than an import takes (%zu MiB): split "
+                                "it into several files", e.name, len, IMPORT_MAX >> 20);
+        return *out_msg ? KEVO_ERR_TOOBIG : KEVO_ERR_NOMEM;
+    }
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
+    while (n_seen < 2 * lines)
+        n_seen *= 2;
     recs = kevo_calloc(lines, sizeof *recs);
-    st = recs && objs ? open_archive(archive, &a, out_msg) : KEVO_ERR_NOMEM;
+    seen = kevo_calloc(n_seen, sizeof *seen);
+    st = recs && seen && objs ? open_archive(archive, &a, out_msg) : KEVO_ERR_NOMEM;
     if (!st)
-        import_check(&e, a, text, len, objs, recs, &n, stats);
+        import_check(&e, a, text, len, objs, recs, &n, seen, n_seen, stats);
     for (int i = 0; !st && !e.n && i < n; i++)
         recs[i].source = e.name;
     if (!st && e.n) {
@@ -461,6 +502,7 @@ enum kevo_status kevo_exchange_import(const char *archive, const char *name, con
         *out_msg = kevo_strdup(kevo_status_name(st));
     kevo_buf_free(&e.b);
     kevo_free(recs);
+    kevo_free(seen);
     json_decref(objs);
     kevo_archive_close(a);
     return st;
@@ -486,14 +528,71 @@ struct answer {
     char **keys;                       /* spec + settings: what makes a model distinct */
     struct kevo_llm_model *models;
     int n_models;
+    struct kevo_llm_model *local;      /* this machine's models (opts' specs), parsed */
+    int n_local;
     kevo_exchange_line_fn out;
     void *user;
     struct kevo_exchange_stats *stats;
 };
 
-/* The index of model spec s asked with settings set among a's distinct models, added
- * (parsed, the settings applied) when new; -1 after saying why. */
-static int model_of(struct answer *a, struct errs *e, int line, const char *s, json_t *set)
+/* Where m (parsed from the spec of call's line) is asked: at the base URL, with the key
+ * variable, of this machine's model with its provider and name; with no model given, at
+ * its provider's own URL with the default variable, unless its spec names others. A file
+ * that came across the gap never chooses where a key is sent. 0, or -1 after saying why. */
+static int model_where(const struct answer *a, struct errs *e, int line, const char *call,
+                       struct kevo_llm_model *m)
+{
+    const char *prov = m->api == KEVO_LLM_OPENAI ? "openai" : "anthropic";
+    const struct kevo_llm_model *l = NULL;
+    struct kevo_llm_model d;
+    char *spec = kevo_strdupf("%s:%s", prov, m->name), *url = NULL, *key = NULL;
+    int rc = -1;
+
+    memset(&d, 0, sizeof d);
+    for (int i = 0; !l && i < a->n_local; i++)
+        if (a->local[i].api == m->api && !strcmp(a->local[i].name, m->name))
+            l = &a->local[i];
+    if (a->n_local && !l) {
+        bad(e, line, "call %s: model %s:%s is not among the models given with "
+            "--model/--config", call, prov, m->name);
+        goto out;
+    }
+    if (!l && (!spec || kevo_llm_model_parse(spec, &d, NULL) != KEVO_OK)) {
+        bad(e, line, "out of memory");
+        goto out;
+    }
+    if (!l && (strcmp(d.base_url, m->base_url) || strcmp(d.key_env, m->key_env))) {
+        bad(e, line, "call %s: model %s:%s: the line names a base URL or key variable, and "
+            "answer takes neither from a file; name the model to use with --model SPEC (or "
+            "--config FILE)", call, prov, m->name);
+        goto out;
+    }
+    l = l ? l : &d;
+    url = kevo_strdup(l->base_url);
+    key = kevo_strdup(l->key_env);
+    if (!url || !key) {
+        bad(e, line, "out of memory");
+        goto out;
+    }
+    kevo_free(m->base_url);
+    kevo_free(m->key_env);
+    m->base_url = url;
+    m->key_env = key;
+    url = key = NULL;
+    rc = 0;
+out:
+    kevo_free(url);
+    kevo_free(key);
+    kevo_free(spec);
+    kevo_llm_model_clear(&d);
+    return rc;
+}
+
+/* The index of model spec s (of call's line) asked with settings set among a's distinct
+ * models, added (parsed, the settings applied, placed by model_where) when new; -1 after
+ * saying why. */
+static int model_of(struct answer *a, struct errs *e, int line, const char *call,
+                    const char *s, json_t *set)
 {
     char *m = NULL, *ss = set ? json_dumps(set, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     char *key = kevo_strdupf("%s\x1f%s", s, ss ? ss : "");
@@ -513,6 +612,11 @@ static int model_of(struct answer *a, struct errs *e, int line, const char *s, j
         bad(e, line, "model: %s", m ? m : "not a model spec");
         kevo_llm_model_clear(&a->models[i]);
         kevo_free(m);
+        kevo_free(key);
+        return -1;
+    }
+    if (model_where(a, e, line, call, &a->models[i])) {
+        kevo_llm_model_clear(&a->models[i]);
         kevo_free(key);
         return -1;
     }
@@ -544,7 +648,7 @@ static int answer_line(struct answer *a, struct errs *e, int line, json_t *o, st
     if (!spec)
         bad(e, line, "model: missing or not a string (a model spec)");
     else if (e->n == before)
-        it->model = model_of(a, e, line, spec, json_is_object(set) ? set : NULL);
+        it->model = model_of(a, e, line, call, spec, json_is_object(set) ? set : NULL);
     if (e->n > before)
         return -1;
     snprintf(it->id, sizeof it->id, "%s", call);
@@ -748,8 +852,18 @@ enum kevo_status kevo_exchange_answer(const char *name, const char *text, size_t
     a.specs = kevo_calloc(lines, sizeof *a.specs);
     a.keys = kevo_calloc(lines, sizeof *a.keys);
     a.models = kevo_calloc(lines, sizeof *a.models);
-    if (!a.items || !a.specs || !a.keys || !a.models || !objs)
+    a.local = o->n_models > 0 ? kevo_calloc((size_t)o->n_models, sizeof *a.local) : NULL;
+    if (!a.items || !a.specs || !a.keys || !a.models || !objs || (o->n_models > 0 && !a.local))
         st = KEVO_ERR_NOMEM;
+    for (int i = 0; !st && i < o->n_models; i++) {
+        char *m = NULL;
+        st = kevo_llm_model_parse(o->models[i], &a.local[i], &m);
+        if (st)
+            *out_msg = kevo_strdupf("--model %s: %s", o->models[i], m ? m : kevo_status_name(st));
+        else
+            a.n_local++;
+        kevo_free(m);
+    }
     if (!st)
         answer_check(&a, &e, text, len, objs);
     stats->n_calls = a.n_items;
@@ -767,6 +881,9 @@ enum kevo_status kevo_exchange_answer(const char *name, const char *text, size_t
         kevo_llm_model_clear(&a.models[i]);
         kevo_free(a.keys[i]);
     }
+    for (int i = 0; a.local && i < o->n_models; i++)
+        kevo_llm_model_clear(&a.local[i]);
+    kevo_free(a.local);
     kevo_free(a.keys);
     kevo_free(a.models);
     kevo_free(a.specs);

@@ -2,10 +2,10 @@
  * exchange - LLM calls across an air gap (docs/llm.md "Air-gapped clusters"). An offline
  * session records the calls it could not make (archive: status "not_cached");
  * `kevo llm pending` writes them as JSON lines, `kevo llm answer` makes them on a machine
- * with a network (the run's models, limits and cost cap: llmops), `kevo llm import`
- * stores the replies, and a resumed session turns each imported reply into a step
- * (run_llm.c, with kevo_exchange_call below). Its public half (pending, answer, import)
- * is declared in kevo.h.
+ * with a network (that machine's models, the run's settings, limits and cost cap:
+ * llmops), `kevo llm import` stores the replies, and a resumed session turns each
+ * imported reply into a step (run_llm.c, with kevo_exchange_call below). Its public half
+ * (pending, answer, import) is declared in kevo.h.
  *
  * A call's id in the files is "ROWID-HASH12": the llm_calls row of the call that waits,
  * and the first 12 hex digits of its prompt hash, so a file from another archive (or an

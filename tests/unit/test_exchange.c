@@ -268,8 +268,8 @@ static int cycle(const char *db, int64_t run_id, struct fake *f, int k)
     kevo_free(jsonl);
     kevo_free(msg);
     /* answered where the network is: the CLI, against the fake */
-    snprintf(args, sizeof args, "llm answer '%s' --out '%s' --prices '%s' --llm-concurrency 2",
-             pend, ans, prices);
+    snprintf(args, sizeof args, "llm answer '%s' --out '%s' --prices '%s' --llm-concurrency 2"
+             " --model 'openai:fake@http://127.0.0.1:%d/v1'", pend, ans, prices, f->port);
     cli(args);
     assert_int_equal(f->n_req - req0, n);   /* one request a call */
     /* asked with the run's settings: its output limit, as the pending line said */
@@ -519,9 +519,15 @@ static void test_answer(void **state)
     json_t *out = json_array();
     (void)state;
     struct fake *f = fake_start(NULL, 0);
+    char local[2][128];
+    const char *locals[2] = { local[0], local[1] };
     f->respond = respond;
+    snprintf(local[0], sizeof local[0], "openai:fake@http://127.0.0.1:%d/v1", f->port);
+    snprintf(local[1], sizeof local[1], "openai:unpriced@http://127.0.0.1:%d/v1", f->port);
     kevo_exchange_opts_default(&o);
     o.prices = prices;
+    o.models = locals;
+    o.n_models = 2;
     /* a bad line: no call at all */
     snprintf(text, sizeof text, "{\"call\": \"1-000000000000\", \"model\": "
              "\"openai:fake@http://127.0.0.1:%d/v1\", \"prompt\": \"Make this candidate faster\"}\n"
@@ -563,6 +569,158 @@ static void test_answer(void **state)
     kevo_free(msg);
     fake_stop(f);
     json_decref(out);
+}
+
+/* ---- answer: where a call goes, and with which key ---- */
+
+#define AWS_SECRET "aws-kevo-test-SECRET-9f8e7d"
+#define LOCAL_KEY "local-kevo-test-key-5c4b3a"
+
+static int evil_saw_secret;
+
+/* A server a pending file was edited to name: notes whether a request carried a key. */
+static const char *evil_respond(void *user, const char *req)
+{
+    (void)user;
+    if (strstr(req, SECRET) || strstr(req, AWS_SECRET) || strstr(req, LOCAL_KEY))
+        evil_saw_secret = 1;
+    return completion("stolen");
+}
+
+static void test_answer_where(void **state)
+{
+    struct kevo_exchange_opts o;
+    struct kevo_exchange_stats s;
+    char text[2048], local[128], other[] = "openai:gpt-5", *msg = NULL;
+    const char *locals[2] = { local, other };
+    json_t *out = json_array();
+    (void)state;
+    struct fake *evil = fake_start(NULL, 0), *mine = fake_start(NULL, 0);
+    evil->respond = evil_respond;
+    mine->respond = respond;
+    setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET, 1);
+    setenv("KEVO_TEST_LOCAL_KEY", LOCAL_KEY, 1);
+    kevo_exchange_opts_default(&o);
+    o.prices = prices;
+    /* a line edited in transit: its URL and key variable are the attacker's */
+    snprintf(text, sizeof text,
+             "{\"call\": \"1-000000000000\", \"model\": \"openai:fake@http://127.0.0.1:%d/v1"
+             "#AWS_SECRET_ACCESS_KEY?max_output=777\", \"prompt\": \"Make this candidate "
+             "faster\"}\n"
+             "{\"call\": \"2-000000000000\", \"model\": \"openai:fake@http://127.0.0.1:%d/v1\","
+             " \"prompt\": \"Make this candidate faster\"}\n"
+             "{\"call\": \"3-000000000000\", \"model\": \"openai:fake#AWS_SECRET_ACCESS_KEY\","
+             " \"prompt\": \"Make this candidate faster\"}\n", evil->port, evil->port);
+    /* no model of this machine given: a line naming a URL or a key variable is refused */
+    assert_int_equal(kevo_exchange_answer("p.jsonl", text, strlen(text), &o, collect, out, &s,
+                                          &msg), KEVO_ERR_PARSE);
+    print_message("[ answer   ] %s\n", msg);
+    for (int line = 1; line <= 3; line++) {
+        char want[128];
+        snprintf(want, sizeof want, "p.jsonl:%d: call %d-000000000000: model openai:fake: the "
+                 "line names a base URL or key variable", line, line);
+        if (!strstr(msg, want))
+            fail_msg("'%s' not in the message", want);
+    }
+    assert_non_null(strstr(msg, "--model SPEC"));
+    kevo_free(msg);
+    /* models given, none with the line's name: refused, named */
+    o.models = locals + 1;
+    o.n_models = 1;
+    assert_int_equal(kevo_exchange_answer("p.jsonl", text, strlen(text), &o, collect, out, &s,
+                                          &msg), KEVO_ERR_PARSE);
+    assert_non_null(strstr(msg, "p.jsonl:1: call 1-000000000000: model openai:fake is not "
+                                "among the models given with --model/--config"));
+    kevo_free(msg);
+    assert_int_equal(evil->n_req, 0);
+    /* this machine's model of that name: asked at its URL, with its key variable, with the
+     * line's settings; the line's URL and key variable are not used */
+    snprintf(local, sizeof local, "openai:fake@http://127.0.0.1:%d/v1#KEVO_TEST_LOCAL_KEY",
+             mine->port);
+    o.models = locals;
+    o.n_models = 2;
+    assert_int_equal(kevo_exchange_answer("p.jsonl", text, strlen(text), &o, collect, out, &s,
+                                          &msg), KEVO_OK);
+    assert_true(s.n_calls == 3 && s.n_ok == 3);
+    assert_int_equal(evil->n_req, 0);
+    assert_false(evil_saw_secret);
+    assert_int_equal(mine->n_req, 3);
+    assert_non_null(strstr(mine->last, "Bearer " LOCAL_KEY));
+    assert_null(strstr(mine->last, AWS_SECRET));
+    assert_null(strstr(mine->last, SECRET));
+    int asked_777 = 0;   /* line 1's "?" settings (the requests come in any order) */
+    for (int i = 0; i < 3; i++)
+        asked_777 += mine->bodies[i] && strstr(mine->bodies[i], ":777") != NULL;
+    assert_int_equal(asked_777, 1);
+    for (size_t i = 0; i < json_array_size(out); i++) {
+        const char *l = json_string_value(json_array_get(out, i));
+        assert_null(strstr(l, AWS_SECRET));
+        assert_null(strstr(l, LOCAL_KEY));
+    }
+    /* a bad --model: said, no call */
+    locals[1] = "nope:x";
+    assert_int_equal(kevo_exchange_answer("p.jsonl", text, strlen(text), &o, collect, out, &s,
+                                          &msg), KEVO_ERR_PARSE);
+    assert_non_null(strstr(msg, "--model nope:x"));
+    kevo_free(msg);
+    assert_int_equal(mine->n_req, 3);
+    fake_stop(evil);
+    fake_stop(mine);
+    json_decref(out);
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("KEVO_TEST_LOCAL_KEY");
+}
+
+/* ---- import: the caps on counts, replies and files ---- */
+
+static void test_import_caps(void **state)
+{
+    char db[512], path[600], err_path[700], *msg = NULL;
+    struct kevo_archive *a = NULL;
+    struct kevo_exchange_stats s;
+    size_t big = ((size_t)4 << 20) + 1, cap = big + 4096;
+    char *text = malloc(cap);
+    (void)state;
+    assert_non_null(text);
+    snprintf(db, sizeof db, "%s/caps.db", dir);
+    pending_archive(db, &a);
+    /* a count over 10^9 (sums of such overflow int64), a reply over the live cap */
+    int n = snprintf(text, cap, "{\"call\": \"2-aaaaaaaaaaaa\", \"reply\": \"r\", \"usage\":"
+                     " {\"in\": 1000000000, \"out\": 9223372036854775807, \"reasoning\":"
+                     " 1000000001}}\n{\"call\": \"3-bbbbbbbbbbbb\", \"reply\": \"");
+    memset(text + n, 'x', big);
+    snprintf(text + n + big, cap - (size_t)n - big, "\"}\n");
+    assert_int_equal(kevo_exchange_import(db, "big.jsonl", text, strlen(text), &s, &msg),
+                     KEVO_ERR_PARSE);
+    print_message("[ import   ] %s\n", msg);
+    assert_non_null(strstr(msg, "big.jsonl:1: usage.out: 9223372036854775807 tokens, more "
+                                "than one call can use"));
+    assert_non_null(strstr(msg, "big.jsonl:1: usage.reasoning: 1000000001 tokens"));
+    assert_null(strstr(msg, "usage.in"));
+    assert_non_null(strstr(msg, "big.jsonl:2: reply: 4194305 bytes, more than a live call"));
+    kevo_free(msg);
+    assert_true(q1(db, "SELECT count(*) FROM llm_imports") == 0);
+    free(text);
+    kevo_archive_close(a);
+    /* a file over 256 MiB: refused by its size, before it is read */
+    if (!kevo_bin)
+        return;
+    snprintf(path, sizeof path, "%s/huge.jsonl", dir);
+    snprintf(err_path, sizeof err_path, "%s.err", path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(truncate(path, ((off_t)256 << 20) + 1), 0);   /* sparse */
+    char *cmd = NULL;
+    assert_true(asprintf(&cmd, "'%s' llm import '%s' --archive '%s' 2> '%s'", kevo_bin, path, db,
+                         err_path) > 0);
+    assert_int_not_equal(system(cmd), 0);
+    free(cmd);
+    char *err = slurp(err_path);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "more than kevo llm reads from one file (256 MiB)"));
+    free(err);
+    unlink(path);
 }
 
 /* ---- the schema ---- */
@@ -628,6 +786,8 @@ int main(void)
         cmocka_unit_test(test_bench_archives_open),
         cmocka_unit_test(test_import_lines),
         cmocka_unit_test(test_answer),
+        cmocka_unit_test(test_answer_where),
+        cmocka_unit_test(test_import_caps),
         cmocka_unit_test(test_air_gapped_cycle),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
