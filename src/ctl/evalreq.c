@@ -57,7 +57,7 @@ static json_t *not_utf8_result(void)
     return res;
 }
 
-static json_t *request(const struct kevo_eval_call *c)
+static json_t *eval_request(const struct kevo_eval_call *c)
 {
     char seed[32];
     json_t *req = json_object();
@@ -91,7 +91,7 @@ enum kevo_status kevo_evalreq_call(struct kevo_pool *pool, int slot, const struc
                                    double deadline_s, json_t **out_result, char **out_msg)
 {
     const char *what = c->cand_text ? c->cand_path : c->task_path;
-    json_t *req = request(c), *reply = NULL, *res;
+    json_t *req = eval_request(c), *reply = NULL, *res;
     double t0, took;
     enum kevo_status st;
 

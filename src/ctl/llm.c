@@ -782,7 +782,7 @@ static int reply_content(enum kevo_llm_api api, json_t *root, struct said *s)
 }
 
 /* The length of s's blanks at its start. */
-static size_t blanks(const char *s)
+static size_t leading_blanks(const char *s)
 {
     return strspn(s, " \t\r\n");
 }
@@ -801,7 +801,7 @@ static void strip_think(char *text)
 
     if (close && (!open || open > close))
         memmove(text, close + 8, strlen(close + 8) + 1);
-    for (p = text + blanks(text); strncmp(p, "<think>", 7) == 0; p = text + blanks(text)) {
+    for (p = text + leading_blanks(text); strncmp(p, "<think>", 7) == 0; p = text + leading_blanks(text)) {
         close = strstr(p + 7, "</think>");
         if (!close) {
             text[0] = '\0';

@@ -188,7 +188,7 @@ static void diagnose(struct kevo_models_result *res, char *d, size_t n,
 /* ---- the check ---- */
 
 /* A check that passed: a note when the reply had no text (the limit cut it first). */
-static enum kevo_status passed(struct kevo_models_result *res, const struct kevo_llm_reply *rp)
+static enum kevo_status check_passed(struct kevo_models_result *res, const struct kevo_llm_reply *rp)
 {
     res->ok = 1;
     if (strcmp(rp->status, "truncated") != 0)
@@ -224,7 +224,7 @@ enum kevo_status kevo_models_check(struct kevo_llm *c, const struct kevo_llm_mod
     if (rp.adapted && !(out->adapted = kevo_strdup(rp.adapted)))
         st = KEVO_ERR_NOMEM;
     if (!st && (!strcmp(rp.status, "ok") || !strcmp(rp.status, "truncated")))
-        st = passed(out, &rp);
+        st = check_passed(out, &rp);
     else if (!st) {
         diagnose(out, d, sizeof d, m, why, &rp);
         for (char *p = d; *p; p++)   /* one line, whatever the server said */
