@@ -50,16 +50,16 @@ static const char *const cand_state_names[] = { "pending", "done" };
 static enum kevo_status read_int(struct kevo_archive *a, enum stmt_id id, int64_t *out)
 {
     sqlite3_stmt *s = NULL;
-    enum kevo_status st = stmt(a, id, &s);
+    enum kevo_status st = ar_stmt(a, id, &s);
 
     *out = 0;
     if (st == KEVO_OK)
-        st = step_row(a, s, "reading the archive header");
+        st = ar_step_row(a, s, "reading the archive header");
     if (st == KEVO_ERR_NOTFOUND)
-        st = fail(a, KEVO_ERR_IO, "reading the archive header: no result");
+        st = ar_fail(a, KEVO_ERR_IO, "reading the archive header: no result");
     if (st == KEVO_OK)
         *out = sqlite3_column_int64(s, 0);
-    done(s);
+    ar_done(s);
     return st;
 }
 
@@ -80,17 +80,17 @@ static enum kevo_status check_file(struct kevo_archive *a, int64_t *version)
     if (st != KEVO_OK) {
         int prim = a->last_rc & 0xff;
         if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT)
-            return fail(a, KEVO_ERR_IO, "not a kevo archive (%s)", sqlite3_errstr(prim));
+            return ar_fail(a, KEVO_ERR_IO, "not a kevo archive (%s)", sqlite3_errstr(prim));
         return st;
     }
     if (app == 0 && n_obj == 0 && *version == 0)
         return KEVO_OK;
     if (app != APP_ID)
-        return fail(a, KEVO_ERR_IO, "not a kevo archive (a SQLite database of something else:"
+        return ar_fail(a, KEVO_ERR_IO, "not a kevo archive (a SQLite database of something else:"
                     " application_id %lld, %lld schema objects)", (long long)app,
                     (long long)n_obj);
     if (*version > KEVO_ARCHIVE_SCHEMA)
-        return fail(a, KEVO_ERR_UNSUPPORTED,
+        return ar_fail(a, KEVO_ERR_UNSUPPORTED,
                     "archive schema version %lld is newer than this kevo (%d)",
                     (long long)*version, KEVO_ARCHIVE_SCHEMA);
     return KEVO_OK;
@@ -100,7 +100,7 @@ static enum kevo_status exec_sql(struct kevo_archive *a, const char *sql, const 
 {
     int rc = sqlite3_exec(a->db, sql, NULL, NULL, NULL);
 
-    return rc == SQLITE_OK ? KEVO_OK : fail_db(a, rc, what);
+    return rc == SQLITE_OK ? KEVO_OK : ar_fail_db(a, rc, what);
 }
 
 /* Apply migrations[v..] under the write lock, with the header, in one transaction. */
@@ -108,7 +108,7 @@ static enum kevo_status migrate(struct kevo_archive *a)
 {
     char sql[128];
     int64_t v = 0, from;
-    enum kevo_status st = tx_begin(a);
+    enum kevo_status st = ar_tx_begin(a);
 
     if (st != KEVO_OK)
         return st;
@@ -123,7 +123,7 @@ static enum kevo_status migrate(struct kevo_archive *a)
                  APP_ID, KEVO_ARCHIVE_SCHEMA);
         st = exec_sql(a, sql, "writing the archive header");
     }
-    return tx_end(a, st);
+    return ar_tx_end(a, st);
 }
 
 /* sqlite3_exec callback: the first column of a row into out (16 bytes). */
@@ -148,9 +148,9 @@ static enum kevo_status set_pragmas(struct kevo_archive *a)
     enum kevo_status st;
 
     if (rc != SQLITE_OK)
-        return fail_db(a, rc, "switching to WAL");
+        return ar_fail_db(a, rc, "switching to WAL");
     if (strcmp(mode, "wal") != 0)
-        return fail(a, KEVO_ERR_IO, "switching to WAL: the file system refused (mode %s)",
+        return ar_fail(a, KEVO_ERR_IO, "switching to WAL: the file system refused (mode %s)",
                     mode);
     st = exec_sql(a, sync && strcmp(sync, "full") == 0 ? "PRAGMA synchronous = FULL"
                                                         : "PRAGMA synchronous = NORMAL",
@@ -172,13 +172,13 @@ static enum kevo_status make_parent(struct kevo_archive *a)
         return KEVO_OK;
     dir = kevo_strndup(a->path, (size_t)(slash - a->path));
     if (!dir)
-        return fail(a, KEVO_ERR_NOMEM, "out of memory");
+        return ar_fail(a, KEVO_ERR_NOMEM, "out of memory");
     /* the common case, an existing directory, needs no mkdirs (which allocates) */
     rc = stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) ? 0 : kevo_fs_mkdirs(dir, 0777);
     if (rc != 0)
         rc = errno;
     kevo_free(dir);
-    return rc ? fail(a, KEVO_ERR_IO, "creating its directory: %s", strerror(rc)) : KEVO_OK;
+    return rc ? ar_fail(a, KEVO_ERR_IO, "creating its directory: %s", strerror(rc)) : KEVO_OK;
 }
 
 static enum kevo_status open_db(struct kevo_archive *a)
@@ -187,7 +187,7 @@ static enum kevo_status open_db(struct kevo_archive *a)
                              SQLITE_OPEN_NOMUTEX, NULL);
 
     if (rc != SQLITE_OK)
-        return fail_db(a, rc, "opening");
+        return ar_fail_db(a, rc, "opening");
     sqlite3_extended_result_codes(a->db, 1);
     sqlite3_busy_timeout(a->db, BUSY_MS);
     return KEVO_OK;
@@ -269,30 +269,30 @@ enum kevo_status kevo_archive_test_limits(struct kevo_archive *a, int64_t max_pa
 enum kevo_status kevo_archive_source_put(struct kevo_archive *a, const char *text, size_t len,
                                          char hash[KEVO_HASH_HEX])
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && (text || !len) && hash);
     hash[0] = '\0';
     if (len > INT_MAX)
-        return fail(a, KEVO_ERR_TOOBIG, "storing a source: %zu bytes is too big", len);
+        return ar_fail(a, KEVO_ERR_TOOBIG, "storing a source: %zu bytes is too big", len);
     st = kevo_sha256_hex(len ? text : "", len, hash);
     if (st != KEVO_OK)
-        return fail(a, st, "hashing a source: OpenSSL's SHA-256 failed");
-    st = prep(a, S_SRC_PUT, &b);
+        return ar_fail(a, st, "hashing a source: OpenSSL's SHA-256 failed");
+    st = ar_prep(a, S_SRC_PUT, &b);
     if (st != KEVO_OK)
         return st;
-    b_text(&b, 1, hash);
+    ar_b_text(&b, 1, hash);
     if (b.rc == SQLITE_OK)  /* a blob: the text is stored byte for byte, NULs included */
         b.rc = sqlite3_bind_blob(b.s, 2, len ? text : "", (int)len, SQLITE_STATIC);
-    b_int(&b, 3, (int64_t)len);
-    return write_stmt(a, &b, "storing a source");
+    ar_b_int(&b, 3, (int64_t)len);
+    return ar_write_stmt(a, &b, "storing a source");
 }
 
 enum kevo_status kevo_archive_source_get(struct kevo_archive *a, const char *hash, char **text,
                                          size_t *len)
 {
-    struct bind b;
+    struct ar_bind b;
     size_t n;
     enum kevo_status st;
 
@@ -300,19 +300,19 @@ enum kevo_status kevo_archive_source_get(struct kevo_archive *a, const char *has
     *text = NULL;
     if (len)
         *len = 0;
-    st = prep(a, S_SRC_GET, &b);
+    st = ar_prep(a, S_SRC_GET, &b);
     if (st != KEVO_OK)
         return st;
-    b_text(&b, 1, hash);
-    st = query_row(a, &b, "reading a source");
+    ar_b_text(&b, 1, hash);
+    st = ar_query_row(a, &b, "reading a source");
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "no source with hash %.64s", hash);
+        ar_fail(a, st, "no source with hash %.64s", hash);
     if (st != KEVO_OK)
         goto out;
     n = (size_t)sqlite3_column_bytes(b.s, 0);
     *text = kevo_malloc(n + 1);
     if (!*text) {
-        st = fail(a, KEVO_ERR_NOMEM, "reading a source: out of memory");
+        st = ar_fail(a, KEVO_ERR_NOMEM, "reading a source: out of memory");
         goto out;
     }
     if (n)
@@ -321,7 +321,7 @@ enum kevo_status kevo_archive_source_get(struct kevo_archive *a, const char *has
     if (len)
         *len = n;
 out:
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
@@ -333,33 +333,33 @@ enum kevo_status kevo_archive_run_create(struct kevo_archive *a, const char *tas
 {
     char hash[KEVO_HASH_HEX];
     sqlite3_stmt *s = NULL;
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && task_name && (task_text || !task_len) && id);
     *id = 0;
-    st = tx_begin(a);
+    st = ar_tx_begin(a);
     if (st != KEVO_OK)
         return st;
     st = kevo_archive_source_put(a, task_text, task_len, hash);
     if (st == KEVO_OK)
-        st = stmt(a, S_RUN_ADD, &s);
+        st = ar_stmt(a, S_RUN_ADD, &s);
     if (st != KEVO_OK)
         goto out;
-    b = (struct bind){ s, SQLITE_OK };
-    b_text(&b, 1, task_name);
-    b_text(&b, 2, task_path);
-    b_text(&b, 3, hash);
-    b_text(&b, 4, config_json ? config_json : "{}");
-    b_real(&b, 5, now_s());
-    st = bound(a, &b);
+    b = (struct ar_bind){ s, SQLITE_OK };
+    ar_b_text(&b, 1, task_name);
+    ar_b_text(&b, 2, task_path);
+    ar_b_text(&b, 3, hash);
+    ar_b_text(&b, 4, config_json ? config_json : "{}");
+    ar_b_real(&b, 5, ar_now_s());
+    st = ar_bound(a, &b);
     if (st == KEVO_OK)
-        st = exec_done(a, s, "creating a run");
+        st = ar_exec_done(a, s, "creating a run");
     if (st == KEVO_OK)
         *id = sqlite3_last_insert_rowid(a->db);
 out:
-    done(s);
-    st = tx_end(a, st);
+    ar_done(s);
+    st = ar_tx_end(a, st);
     if (st != KEVO_OK)
         *id = 0;
     return st;
@@ -392,18 +392,18 @@ static enum kevo_status run_fill(struct kevo_archive *a, sqlite3_stmt *s,
     int status = run_status_parse((const char *)sqlite3_column_text(s, 6));
 
     out->id = sqlite3_column_int64(s, 0);
-    st = col_dup(s, 1, &out->task_name);
+    st = ar_col_dup(s, 1, &out->task_name);
     if (st == KEVO_OK)
-        st = col_dup(s, 2, &out->task_path);
+        st = ar_col_dup(s, 2, &out->task_path);
     if (st == KEVO_OK)
-        st = col_dup(s, 4, &out->config_json);
+        st = ar_col_dup(s, 4, &out->config_json);
     if (st == KEVO_OK)
-        st = col_dup(s, 5, &out->result_json);
+        st = ar_col_dup(s, 5, &out->result_json);
     if (st != KEVO_OK)
-        return fail(a, st, "reading run %lld: out of memory", (long long)out->id);
-    if (status < 0 || copy_field(out->task_hash, sizeof out->task_hash,
+        return ar_fail(a, st, "reading run %lld: out of memory", (long long)out->id);
+    if (status < 0 || ar_copy_field(out->task_hash, sizeof out->task_hash,
                                  (const char *)sqlite3_column_text(s, 3)) != 0)
-        return fail(a, KEVO_ERR_IO, "run %lld: malformed row", (long long)out->id);
+        return ar_fail(a, KEVO_ERR_IO, "run %lld: malformed row", (long long)out->id);
     out->status = (enum kevo_run_status)status;
     out->started = sqlite3_column_double(s, 7);
     out->updated = sqlite3_column_double(s, 8);
@@ -414,46 +414,46 @@ static enum kevo_status run_fill(struct kevo_archive *a, sqlite3_stmt *s,
 enum kevo_status kevo_archive_run_get(struct kevo_archive *a, int64_t id,
                                       struct kevo_run_rec *out)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && out);
     memset(out, 0, sizeof *out);
-    st = prep(a, S_RUN_GET, &b);
+    st = ar_prep(a, S_RUN_GET, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, id);
-    st = query_row(a, &b, "reading a run");
+    ar_b_int(&b, 1, id);
+    st = ar_query_row(a, &b, "reading a run");
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "no run %lld", (long long)id);
+        ar_fail(a, st, "no run %lld", (long long)id);
     if (st == KEVO_OK)
         st = run_fill(a, b.s, out);
     if (st != KEVO_OK)
         kevo_archive_run_clear(out);
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
 enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
                                          enum kevo_run_status status, const char *result_json)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a);
     if ((int)status < 0 || status > KEVO_RUN_FAILED)
-        return fail(a, KEVO_ERR_INVALID, "finishing run %lld: bad status %d", (long long)id,
+        return ar_fail(a, KEVO_ERR_INVALID, "finishing run %lld: bad status %d", (long long)id,
                     (int)status);
-    st = prep(a, S_RUN_FINISH, &b);
+    st = ar_prep(a, S_RUN_FINISH, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, id);
-    b_text(&b, 2, run_status_names[status]);
-    b_text(&b, 3, result_json);
-    b_real(&b, 4, now_s());
-    st = write_stmt(a, &b, "finishing a run");
+    ar_b_int(&b, 1, id);
+    ar_b_text(&b, 2, run_status_names[status]);
+    ar_b_text(&b, 3, result_json);
+    ar_b_real(&b, 4, ar_now_s());
+    st = ar_write_stmt(a, &b, "finishing a run");
     if (st == KEVO_OK && sqlite3_changes(a->db) == 0)
-        st = fail(a, KEVO_ERR_NOTFOUND, "finishing run %lld: no such run", (long long)id);
+        st = ar_fail(a, KEVO_ERR_NOTFOUND, "finishing run %lld: no such run", (long long)id);
     return st;
 }
 
@@ -488,17 +488,17 @@ enum kevo_status kevo_archive_runs_json(struct kevo_archive *a, char **out_json)
 
     KEVO_ASSERT(a && out_json);
     *out_json = NULL;
-    st = arr ? stmt(a, S_RUNS, &s) : fail(a, KEVO_ERR_NOMEM, "listing runs: out of memory");
+    st = arr ? ar_stmt(a, S_RUNS, &s) : ar_fail(a, KEVO_ERR_NOMEM, "listing runs: out of memory");
     while (st == KEVO_OK) {
-        st = step_row(a, s, "listing runs");
+        st = ar_step_row(a, s, "listing runs");
         if (st == KEVO_OK && runs_row(s, arr))
-            st = fail(a, KEVO_ERR_NOMEM, "listing runs: out of memory");
+            st = ar_fail(a, KEVO_ERR_NOMEM, "listing runs: out of memory");
     }
     if (st == KEVO_ERR_NOTFOUND) {
         *out_json = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        st = *out_json ? KEVO_OK : fail(a, KEVO_ERR_NOMEM, "listing runs: out of memory");
+        st = *out_json ? KEVO_OK : ar_fail(a, KEVO_ERR_NOMEM, "listing runs: out of memory");
     }
-    done(s);
+    ar_done(s);
     json_decref(arr);
     return st;
 }
@@ -524,40 +524,40 @@ const char *kevo_archive_cand_verdict(const struct kevo_cand_rec *c)
 enum kevo_status kevo_archive_cand_by_key(struct kevo_archive *a, int64_t run, const char *key,
                                           int64_t *id)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && key && id);
     *id = 0;
-    st = prep(a, S_CAND_KEY, &b);
+    st = ar_prep(a, S_CAND_KEY, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
-    b_text(&b, 2, key);
-    st = query_row(a, &b, "looking up a candidate");
+    ar_b_int(&b, 1, run);
+    ar_b_text(&b, 2, key);
+    st = ar_query_row(a, &b, "looking up a candidate");
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "run %lld has no candidate with key %.64s", (long long)run, key);
+        ar_fail(a, st, "run %lld has no candidate with key %.64s", (long long)run, key);
     if (st == KEVO_OK)
         *id = sqlite3_column_int64(b.s, 0);
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
-static void cand_add_bind(struct bind *b, const struct kevo_cand_rec *r)
+static void cand_add_bind(struct ar_bind *b, const struct kevo_cand_rec *r)
 {
-    b_int(b, 1, r->run_id);
-    b_text(b, 2, r->key);
-    b_text(b, 3, r->source_hash);
-    b_id(b, 4, r->parent1);
-    b_id(b, 5, r->parent2);
-    b_text(b, 6, r->op);
-    b_text(b, 7, r->params_json);
-    b_text(b, 8, r->flags_json);
-    b_text(b, 9, r->descriptors_json);
-    b_int(b, 10, r->island);
-    b_int(b, 11, r->cell);
-    b_int(b, 12, r->generation);
-    b_real(b, 13, r->created > 0 ? r->created : now_s());
+    ar_b_int(b, 1, r->run_id);
+    ar_b_text(b, 2, r->key);
+    ar_b_text(b, 3, r->source_hash);
+    ar_b_id(b, 4, r->parent1);
+    ar_b_id(b, 5, r->parent2);
+    ar_b_text(b, 6, r->op);
+    ar_b_text(b, 7, r->params_json);
+    ar_b_text(b, 8, r->flags_json);
+    ar_b_text(b, 9, r->descriptors_json);
+    ar_b_int(b, 10, r->island);
+    ar_b_int(b, 11, r->cell);
+    ar_b_int(b, 12, r->generation);
+    ar_b_real(b, 13, r->created > 0 ? r->created : ar_now_s());
 }
 
 /* The fixed-size fields are NUL-terminated within their arrays and not empty. */
@@ -571,19 +571,19 @@ static int cand_rec_ok(const struct kevo_cand_rec *r)
 enum kevo_status kevo_archive_cand_add(struct kevo_archive *a, const struct kevo_cand_rec *r,
                                        int64_t *id)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && r && id);
     *id = 0;
     if (!cand_rec_ok(r))
-        return fail(a, KEVO_ERR_INVALID, "adding a candidate: key, source_hash and op must"
+        return ar_fail(a, KEVO_ERR_INVALID, "adding a candidate: key, source_hash and op must"
                     " be set");
-    st = prep(a, S_CAND_ADD, &b);
+    st = ar_prep(a, S_CAND_ADD, &b);
     if (st != KEVO_OK)
         return st;
     cand_add_bind(&b, r);
-    st = write_stmt(a, &b, "adding a candidate");
+    st = ar_write_stmt(a, &b, "adding a candidate");
     if (st != KEVO_OK)
         return st;
     if (sqlite3_changes(a->db) == 1) {
@@ -594,7 +594,7 @@ enum kevo_status kevo_archive_cand_add(struct kevo_archive *a, const struct kevo
     st = kevo_archive_cand_by_key(a, r->run_id, r->key, id);
     if (st != KEVO_OK)
         return st;
-    return fail(a, KEVO_ERR_INVALID, "run %lld already has candidate %lld with key %s",
+    return ar_fail(a, KEVO_ERR_INVALID, "run %lld already has candidate %lld with key %s",
                 (long long)r->run_id, (long long)*id, r->key);
 }
 
@@ -603,38 +603,38 @@ static enum kevo_status finish_update(struct kevo_archive *a, int64_t id, int64_
                                       enum kevo_verdict verdict, const double v[3],
                                       const char *metrics_json, double t)
 {
-    struct bind b;
-    enum kevo_status st = prep(a, S_CAND_FINISH, &b);
+    struct ar_bind b;
+    enum kevo_status st = ar_prep(a, S_CAND_FINISH, &b);
 
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, id);
-    b_text(&b, 2, kevo_verdict_name(verdict));   /* the schema's text: 'ok', 'mismatch', ... */
-    b_real(&b, 3, v[0]);
-    b_real(&b, 4, v[1]);
-    b_real(&b, 5, v[2]);
-    b_text(&b, 6, metrics_json);
-    b_real(&b, 7, t);
-    b_id(&b, 8, step);
-    st = write_stmt(a, &b, "storing a verdict");
+    ar_b_int(&b, 1, id);
+    ar_b_text(&b, 2, kevo_verdict_name(verdict));   /* the schema's text: 'ok', 'mismatch', ... */
+    ar_b_real(&b, 3, v[0]);
+    ar_b_real(&b, 4, v[1]);
+    ar_b_real(&b, 5, v[2]);
+    ar_b_text(&b, 6, metrics_json);
+    ar_b_real(&b, 7, t);
+    ar_b_id(&b, 8, step);
+    st = ar_write_stmt(a, &b, "storing a verdict");
     if (st == KEVO_OK && sqlite3_changes(a->db) == 0)
-        st = fail(a, KEVO_ERR_NOTFOUND, "storing a verdict: no candidate %lld", (long long)id);
+        st = ar_fail(a, KEVO_ERR_NOTFOUND, "storing a verdict: no candidate %lld", (long long)id);
     return st;
 }
 
 static enum kevo_status eval_insert(struct kevo_archive *a, int64_t cand, const char *kind,
                                     const char *result_json, double t)
 {
-    struct bind b;
-    enum kevo_status st = prep(a, S_EVAL_ADD, &b);
+    struct ar_bind b;
+    enum kevo_status st = ar_prep(a, S_EVAL_ADD, &b);
 
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, cand);
-    b_text(&b, 2, kind);
-    b_text(&b, 3, result_json);
-    b_real(&b, 4, t);
-    return write_stmt(a, &b, "storing an evaluation");
+    ar_b_int(&b, 1, cand);
+    ar_b_text(&b, 2, kind);
+    ar_b_text(&b, 3, result_json);
+    ar_b_real(&b, 4, t);
+    return ar_write_stmt(a, &b, "storing an evaluation");
 }
 
 enum kevo_status kevo_archive_cand_finish(struct kevo_archive *a, int64_t id,
@@ -652,57 +652,57 @@ enum kevo_status kevo_archive_cand_finish_step(struct kevo_archive *a, int64_t i
                                                const char *metrics_json, const char *result_json)
 {
     const double v[3] = { score, sol_fraction, speedup };
-    double t = now_s();
+    double t = ar_now_s();
     enum kevo_status st;
 
     KEVO_ASSERT(a);
     if ((unsigned)verdict >= KEVO_VERDICT_COUNT)
-        return fail(a, KEVO_ERR_INVALID, "candidate %lld: bad verdict %d", (long long)id,
+        return ar_fail(a, KEVO_ERR_INVALID, "candidate %lld: bad verdict %d", (long long)id,
                     (int)verdict);
     /* best/elites order ok candidates by score: an ok one without a score is a bug */
     if (verdict == KEVO_VERDICT_OK && !isfinite(score))
-        return fail(a, KEVO_ERR_INVALID, "candidate %lld: verdict ok needs a finite score",
+        return ar_fail(a, KEVO_ERR_INVALID, "candidate %lld: verdict ok needs a finite score",
                     (long long)id);
-    st = tx_begin(a);
+    st = ar_tx_begin(a);
     if (st != KEVO_OK)
         return st;
     st = finish_update(a, id, step, verdict, v, metrics_json, t);
     if (st == KEVO_OK && result_json)
         st = eval_insert(a, id, "verify", result_json, t);
-    return tx_end(a, st);
+    return ar_tx_end(a, st);
 }
 
 enum kevo_status kevo_archive_cand_place(struct kevo_archive *a, int64_t id, int island,
                                          int cell, const char *descriptors_json)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a);
-    st = prep(a, S_CAND_PLACE, &b);
+    st = ar_prep(a, S_CAND_PLACE, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, id);
-    b_int(&b, 2, island);
-    b_int(&b, 3, cell);
-    b_text(&b, 4, descriptors_json);
-    st = write_stmt(a, &b, "placing a candidate");
+    ar_b_int(&b, 1, id);
+    ar_b_int(&b, 2, island);
+    ar_b_int(&b, 3, cell);
+    ar_b_text(&b, 4, descriptors_json);
+    st = ar_write_stmt(a, &b, "placing a candidate");
     if (st == KEVO_OK && sqlite3_changes(a->db) == 0)
-        st = fail(a, KEVO_ERR_NOTFOUND, "placing: no candidate %lld", (long long)id);
+        st = ar_fail(a, KEVO_ERR_NOTFOUND, "placing: no candidate %lld", (long long)id);
     return st;
 }
 
 /* The strings of the current S_CAND_GET row into out. */
 static enum kevo_status cand_fill_text(sqlite3_stmt *s, struct kevo_cand_rec *out)
 {
-    enum kevo_status st = col_dup(s, 7, &out->params_json);
+    enum kevo_status st = ar_col_dup(s, 7, &out->params_json);
 
     if (st == KEVO_OK)
-        st = col_dup(s, 8, &out->flags_json);
+        st = ar_col_dup(s, 8, &out->flags_json);
     if (st == KEVO_OK)
-        st = col_dup(s, 9, &out->descriptors_json);
+        st = ar_col_dup(s, 9, &out->descriptors_json);
     if (st == KEVO_OK)
-        st = col_dup(s, 18, &out->metrics_json);
+        st = ar_col_dup(s, 18, &out->metrics_json);
     return st;
 }
 
@@ -727,26 +727,26 @@ static enum kevo_status cand_fill(struct kevo_archive *a, sqlite3_stmt *s,
     out->run_id = sqlite3_column_int64(s, 1);
     out->parent1 = sqlite3_column_int64(s, 2);
     out->parent2 = sqlite3_column_int64(s, 3);
-    if (copy_field(out->source_hash, sizeof out->source_hash,
+    if (ar_copy_field(out->source_hash, sizeof out->source_hash,
                    (const char *)sqlite3_column_text(s, 4)) ||
-        copy_field(out->key, sizeof out->key, (const char *)sqlite3_column_text(s, 5)) ||
-        copy_field(out->op, sizeof out->op, (const char *)sqlite3_column_text(s, 6)))
-        return fail(a, KEVO_ERR_IO, "candidate %lld: malformed row", (long long)out->id);
+        ar_copy_field(out->key, sizeof out->key, (const char *)sqlite3_column_text(s, 5)) ||
+        ar_copy_field(out->op, sizeof out->op, (const char *)sqlite3_column_text(s, 6)))
+        return ar_fail(a, KEVO_ERR_IO, "candidate %lld: malformed row", (long long)out->id);
     out->state = state && strcmp(state, "done") == 0 ? KEVO_CAND_DONE : KEVO_CAND_PENDING;
     if (cand_verdict(s, out)) {
         const char *v = (const char *)sqlite3_column_text(s, 14);
-        return fail(a, KEVO_ERR_IO, "candidate %lld: malformed row: unknown verdict \"%.40s\"",
+        return ar_fail(a, KEVO_ERR_IO, "candidate %lld: malformed row: unknown verdict \"%.40s\"",
                     (long long)out->id, v ? v : "");
     }
     if (cand_fill_text(s, out) != KEVO_OK)
-        return fail(a, KEVO_ERR_NOMEM, "reading candidate %lld: out of memory",
+        return ar_fail(a, KEVO_ERR_NOMEM, "reading candidate %lld: out of memory",
                     (long long)out->id);
     out->island = sqlite3_column_int(s, 10);
     out->cell = sqlite3_column_int(s, 11);
     out->generation = sqlite3_column_int(s, 12);
-    out->score = col_real(s, 15);
-    out->sol_fraction = col_real(s, 16);
-    out->speedup = col_real(s, 17);
+    out->score = ar_col_real(s, 15);
+    out->sol_fraction = ar_col_real(s, 16);
+    out->speedup = ar_col_real(s, 17);
     out->created = sqlite3_column_double(s, 19);
     out->finished = sqlite3_column_double(s, 20);     /* NULL (pending): 0 */
     out->step = sqlite3_column_int64(s, 21);
@@ -757,23 +757,23 @@ static enum kevo_status cand_fill(struct kevo_archive *a, sqlite3_stmt *s,
 enum kevo_status kevo_archive_cand_get(struct kevo_archive *a, int64_t id,
                                        struct kevo_cand_rec *out)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && out);
     memset(out, 0, sizeof *out);
-    st = prep(a, S_CAND_GET, &b);
+    st = ar_prep(a, S_CAND_GET, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, id);
-    st = query_row(a, &b, "reading a candidate");
+    ar_b_int(&b, 1, id);
+    st = ar_query_row(a, &b, "reading a candidate");
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "no candidate %lld", (long long)id);
+        ar_fail(a, st, "no candidate %lld", (long long)id);
     if (st == KEVO_OK)
         st = cand_fill(a, b.s, out);
     if (st != KEVO_OK)
         kevo_archive_cand_clear(out);
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
@@ -787,13 +787,13 @@ static enum kevo_status collect_ids(struct kevo_archive *a, sqlite3_stmt *s, int
     enum kevo_status st = KEVO_OK;
 
     while (st == KEVO_OK) {
-        st = step_row(a, s, "listing candidates");
+        st = ar_step_row(a, s, "listing candidates");
         if (st != KEVO_OK)
             break;
         if (*n == cap) {
-            int64_t *p = grow(*ids, &cap, sizeof *p);
+            int64_t *p = ar_grow(*ids, &cap, sizeof *p);
             if (!p)
-                return fail(a, KEVO_ERR_NOMEM, "listing candidates: out of memory");
+                return ar_fail(a, KEVO_ERR_NOMEM, "listing candidates: out of memory");
             *ids = p;
         }
         (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
@@ -804,24 +804,24 @@ static enum kevo_status collect_ids(struct kevo_archive *a, sqlite3_stmt *s, int
 enum kevo_status kevo_archive_cand_ids(struct kevo_archive *a, int64_t run,
                                        enum kevo_cand_state state, int64_t **ids, int *n)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && ids && n);
     *ids = NULL;
     *n = 0;
     if ((int)state < 0 || state > KEVO_CAND_ANY)
-        return fail(a, KEVO_ERR_INVALID, "listing candidates: bad state %d", (int)state);
-    st = prep(a, state == KEVO_CAND_ANY ? S_CAND_ALL : S_CAND_IDS, &b);
+        return ar_fail(a, KEVO_ERR_INVALID, "listing candidates: bad state %d", (int)state);
+    st = ar_prep(a, state == KEVO_CAND_ANY ? S_CAND_ALL : S_CAND_IDS, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
+    ar_b_int(&b, 1, run);
     if (state != KEVO_CAND_ANY)
-        b_text(&b, 2, cand_state_names[state]);
-    st = bound(a, &b);
+        ar_b_text(&b, 2, cand_state_names[state]);
+    st = ar_bound(a, &b);
     if (st == KEVO_OK)
         st = collect_ids(a, b.s, ids, n);
-    done(b.s);
+    ar_done(b.s);
     if (st != KEVO_OK) {
         kevo_free(*ids);
         *ids = NULL;
@@ -833,7 +833,7 @@ enum kevo_status kevo_archive_cand_ids(struct kevo_archive *a, int64_t run,
 enum kevo_status kevo_archive_best(struct kevo_archive *a, int64_t run, int island, int n,
                                    int64_t *ids, int *n_out)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && n_out && (ids || n <= 0));
@@ -841,22 +841,22 @@ enum kevo_status kevo_archive_best(struct kevo_archive *a, int64_t run, int isla
     if (n <= 0)
         return KEVO_OK;
     /* two statements, so each has its index: cand_ok for all, cand_ok_island for one */
-    st = prep(a, island < 0 ? S_BEST_ALL : S_BEST_ISLAND, &b);
+    st = ar_prep(a, island < 0 ? S_BEST_ALL : S_BEST_ISLAND, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
+    ar_b_int(&b, 1, run);
     if (island >= 0)
-        b_int(&b, 2, island);
-    b_int(&b, island < 0 ? 2 : 3, n);
-    st = bound(a, &b);
+        ar_b_int(&b, 2, island);
+    ar_b_int(&b, island < 0 ? 2 : 3, n);
+    st = ar_bound(a, &b);
     while (st == KEVO_OK && *n_out < n) {
-        st = step_row(a, b.s, "ranking candidates");
+        st = ar_step_row(a, b.s, "ranking candidates");
         if (st == KEVO_OK)
             ids[(*n_out)++] = sqlite3_column_int64(b.s, 0);
     }
     if (st == KEVO_ERR_NOTFOUND)
         st = KEVO_OK;
-    done(b.s);
+    ar_done(b.s);
     if (st != KEVO_OK)
         *n_out = 0;
     return st;
@@ -866,20 +866,20 @@ enum kevo_status kevo_archive_best(struct kevo_archive *a, int64_t run, int isla
 static enum kevo_status elite_next(struct kevo_archive *a, sqlite3_stmt *s, int64_t run,
                                    int island, int after, int *cell, int64_t *id)
 {
-    struct bind b = { s, SQLITE_OK };
+    struct ar_bind b = { s, SQLITE_OK };
     enum kevo_status st;
 
-    b_int(&b, 1, run);
-    b_int(&b, 2, island);
-    b_int(&b, 3, after);
-    st = bound(a, &b);
+    ar_b_int(&b, 1, run);
+    ar_b_int(&b, 2, island);
+    ar_b_int(&b, 3, after);
+    st = ar_bound(a, &b);
     if (st == KEVO_OK)
-        st = step_row(a, s, "reading the grid");
+        st = ar_step_row(a, s, "reading the grid");
     if (st == KEVO_OK) {
         *cell = sqlite3_column_int(s, 0);
         *id = sqlite3_column_int64(s, 1);
     }
-    done(s);
+    ar_done(s);
     return st;
 }
 
@@ -894,7 +894,7 @@ enum kevo_status kevo_archive_elites(struct kevo_archive *a, int64_t run, int is
     *n_out = 0;
     if (cap <= 0)
         return KEVO_OK;
-    st = stmt(a, S_ELITE_NEXT, &s);
+    st = ar_stmt(a, S_ELITE_NEXT, &s);
     while (st == KEVO_OK && *n_out < cap) {
         st = elite_next(a, s, run, island, after, &cells[*n_out], &ids[*n_out]);
         if (st == KEVO_OK)
@@ -910,24 +910,24 @@ enum kevo_status kevo_archive_elites(struct kevo_archive *a, int64_t run, int is
 enum kevo_status kevo_archive_counts(struct kevo_archive *a, int64_t run, int64_t *n,
                                      int64_t *n_done, int64_t *n_ok)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && n && n_done && n_ok);
     *n = *n_done = *n_ok = 0;
-    st = prep(a, S_COUNTS, &b);
+    st = ar_prep(a, S_COUNTS, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
-    st = query_row(a, &b, "counting candidates");
+    ar_b_int(&b, 1, run);
+    st = ar_query_row(a, &b, "counting candidates");
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "counting candidates: no run %lld", (long long)run);
+        ar_fail(a, st, "counting candidates: no run %lld", (long long)run);
     if (st == KEVO_OK) {
         *n = sqlite3_column_int64(b.s, 0);
         *n_done = sqlite3_column_int64(b.s, 1);
         *n_ok = sqlite3_column_int64(b.s, 2);
     }
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
@@ -950,27 +950,27 @@ enum kevo_status kevo_archive_op_stats_json(struct kevo_archive *a, int64_t run,
 {
     sqlite3_stmt *s = NULL;
     json_t *obj = json_object();
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && out_json);
     *out_json = NULL;
-    st = obj ? stmt(a, S_OP_STATS, &s) : fail(a, KEVO_ERR_NOMEM, "op stats: out of memory");
+    st = obj ? ar_stmt(a, S_OP_STATS, &s) : ar_fail(a, KEVO_ERR_NOMEM, "op stats: out of memory");
     if (st == KEVO_OK) {
-        b = (struct bind){ s, SQLITE_OK };
-        b_int(&b, 1, run);
-        st = bound(a, &b);
+        b = (struct ar_bind){ s, SQLITE_OK };
+        ar_b_int(&b, 1, run);
+        st = ar_bound(a, &b);
     }
     while (st == KEVO_OK) {
-        st = step_row(a, s, "op stats");
+        st = ar_step_row(a, s, "op stats");
         if (st == KEVO_OK && op_row(s, obj))
-            st = fail(a, KEVO_ERR_NOMEM, "op stats: out of memory");
+            st = ar_fail(a, KEVO_ERR_NOMEM, "op stats: out of memory");
     }
     if (st == KEVO_ERR_NOTFOUND) {
         *out_json = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        st = *out_json ? KEVO_OK : fail(a, KEVO_ERR_NOMEM, "op stats: out of memory");
+        st = *out_json ? KEVO_OK : ar_fail(a, KEVO_ERR_NOMEM, "op stats: out of memory");
     }
-    done(s);
+    ar_done(s);
     json_decref(obj);
     return st;
 }
@@ -981,26 +981,26 @@ enum kevo_status kevo_archive_eval_add(struct kevo_archive *a, int64_t cand, con
                                        const char *result_json)
 {
     KEVO_ASSERT(a && kind && result_json);
-    return eval_insert(a, cand, kind, result_json, now_s());
+    return eval_insert(a, cand, kind, result_json, ar_now_s());
 }
 
 enum kevo_status kevo_archive_eval_get(struct kevo_archive *a, int64_t cand, const char *kind,
                                        char **result_json)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && kind && result_json);
     *result_json = NULL;
-    st = prep(a, S_EVAL_GET, &b);
+    st = ar_prep(a, S_EVAL_GET, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, cand);
-    b_text(&b, 2, kind);
-    st = bound(a, &b);
+    ar_b_int(&b, 1, cand);
+    ar_b_text(&b, 2, kind);
+    st = ar_bound(a, &b);
     if (st == KEVO_OK)
-        st = one_text(a, b.s, "reading an evaluation", result_json);
-    done(b.s);
+        st = ar_one_text(a, b.s, "reading an evaluation", result_json);
+    ar_done(b.s);
     return st;
 }
 
@@ -1009,23 +1009,23 @@ enum kevo_status kevo_archive_eval_get(struct kevo_archive *a, int64_t cand, con
 enum kevo_status kevo_archive_steps(struct kevo_archive *a, int64_t run, struct kevo_step **steps,
                                     int *n)
 {
-    struct bind b;
+    struct ar_bind b;
     int cap = 0;
     enum kevo_status st;
 
     KEVO_ASSERT(a && steps && n);
     *steps = NULL;
     *n = 0;
-    st = prep(a, S_STEPS, &b);
+    st = ar_prep(a, S_STEPS, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
-    st = bound(a, &b);
-    while (st == KEVO_OK && (st = step_row(a, b.s, "reading the step log")) == KEVO_OK) {
+    ar_b_int(&b, 1, run);
+    st = ar_bound(a, &b);
+    while (st == KEVO_OK && (st = ar_step_row(a, b.s, "reading the step log")) == KEVO_OK) {
         if (*n == cap) {
-            struct kevo_step *p = grow(*steps, &cap, sizeof *p);
+            struct kevo_step *p = ar_grow(*steps, &cap, sizeof *p);
             if (!p) {
-                st = fail(a, KEVO_ERR_NOMEM, "reading the step log: out of memory");
+                st = ar_fail(a, KEVO_ERR_NOMEM, "reading the step log: out of memory");
                 break;
             }
             *steps = p;
@@ -1035,7 +1035,7 @@ enum kevo_status kevo_archive_steps(struct kevo_archive *a, int64_t run, struct 
         x->kind = sqlite3_column_int(b.s, 1) ? KEVO_STEP_LLM : KEVO_STEP_EVAL;
         x->id = sqlite3_column_int64(b.s, 2);
     }
-    done(b.s);
+    ar_done(b.s);
     if (st == KEVO_ERR_NOTFOUND)
         return KEVO_OK;
     kevo_free(*steps);

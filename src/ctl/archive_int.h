@@ -68,7 +68,7 @@ struct kevo_archive {
 /* ---- errors ---- */
 
 /* sqlite result code -> kevo status (archive.h says which is which). */
-static inline enum kevo_status status_of(int rc)
+static inline enum kevo_status ar_status_of(int rc)
 {
     switch (rc & 0xff) {
     case SQLITE_NOMEM:
@@ -89,9 +89,9 @@ static inline enum kevo_status status_of(int rc)
 }
 
 /* "path: <formatted>" into the error buffer; returns st. */
-static inline enum kevo_status fail(struct kevo_archive *a, enum kevo_status st,
+static inline enum kevo_status ar_fail(struct kevo_archive *a, enum kevo_status st,
                                     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static inline enum kevo_status fail(struct kevo_archive *a, enum kevo_status st,
+static inline enum kevo_status ar_fail(struct kevo_archive *a, enum kevo_status st,
                                     const char *fmt, ...)
 {
     va_list ap;
@@ -107,7 +107,7 @@ static inline enum kevo_status fail(struct kevo_archive *a, enum kevo_status st,
 }
 
 /* "path: what: sqlite's message", mapped; call right after the failing sqlite call. */
-static inline enum kevo_status fail_db(struct kevo_archive *a, int rc, const char *what)
+static inline enum kevo_status ar_fail_db(struct kevo_archive *a, int rc, const char *what)
 {
     int prim = rc & 0xff;
     const char *hint = "";
@@ -116,15 +116,15 @@ static inline enum kevo_status fail_db(struct kevo_archive *a, int rc, const cha
         hint = " (not a kevo archive, or a damaged one)";
     else if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
         hint = " (another process holds the archive's write lock)";
-    fail(a, status_of(rc), "%s: %s%s", what,
+    ar_fail(a, ar_status_of(rc), "%s: %s%s", what,
          a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc), hint);
     a->last_rc = rc;
-    return status_of(rc);
+    return ar_status_of(rc);
 }
 
 /* ---- small helpers ---- */
 
-static inline double now_s(void)
+static inline double ar_now_s(void)
 {
     struct timespec ts;
 
@@ -133,7 +133,7 @@ static inline double now_s(void)
 }
 
 /* Copy into a fixed field; 0, or -1 when it does not fit (dst is then ""). */
-static inline int copy_field(char *dst, size_t cap, const char *src)
+static inline int ar_copy_field(char *dst, size_t cap, const char *src)
 {
     size_t n = src ? strlen(src) : 0;
 
@@ -145,7 +145,7 @@ static inline int copy_field(char *dst, size_t cap, const char *src)
 }
 
 /* The cached statement id, prepared on first use. */
-static inline enum kevo_status stmt(struct kevo_archive *a, enum stmt_id id, sqlite3_stmt **out)
+static inline enum kevo_status ar_stmt(struct kevo_archive *a, enum stmt_id id, sqlite3_stmt **out)
 {
     int rc;
 
@@ -154,14 +154,14 @@ static inline enum kevo_status stmt(struct kevo_archive *a, enum stmt_id id, sql
         rc = sqlite3_prepare_v3(a->db, kevo_archive_stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
                                 &a->stmt[id], NULL);
         if (rc != SQLITE_OK)
-            return fail_db(a, rc, "preparing a statement");
+            return ar_fail_db(a, rc, "preparing a statement");
     }
     *out = a->stmt[id];
     return KEVO_OK;
 }
 
 /* Make s reusable and end its read transaction; NULL is a no-op. */
-static inline void done(sqlite3_stmt *s)
+static inline void ar_done(sqlite3_stmt *s)
 {
     if (s) {
         sqlite3_reset(s);
@@ -170,77 +170,77 @@ static inline void done(sqlite3_stmt *s)
 }
 
 /* Bindings accumulate the first error, so a statement's binds read as one block. */
-struct bind {
+struct ar_bind {
     sqlite3_stmt *s;
     int rc;
 };
 
-static inline void b_int(struct bind *b, int i, int64_t v)
+static inline void ar_b_int(struct ar_bind *b, int i, int64_t v)
 {
     if (b->rc == SQLITE_OK)
         b->rc = sqlite3_bind_int64(b->s, i, v);
 }
 
 /* 0 binds NULL: ids use 0 for "none", the schema NULL (so foreign keys hold). */
-static inline void b_id(struct bind *b, int i, int64_t v)
+static inline void ar_b_id(struct ar_bind *b, int i, int64_t v)
 {
     if (b->rc == SQLITE_OK)
         b->rc = v ? sqlite3_bind_int64(b->s, i, v) : sqlite3_bind_null(b->s, i);
 }
 
 /* Non-finite numbers are stored as NULL ("not measured"); SQLite has no NaN. */
-static inline void b_real(struct bind *b, int i, double v)
+static inline void ar_b_real(struct ar_bind *b, int i, double v)
 {
     if (b->rc == SQLITE_OK)
         b->rc = isfinite(v) ? sqlite3_bind_double(b->s, i, v) : sqlite3_bind_null(b->s, i);
 }
 
 /* NULL binds NULL. The text is read during the step, so no copy is made. */
-static inline void b_text(struct bind *b, int i, const char *v)
+static inline void ar_b_text(struct ar_bind *b, int i, const char *v)
 {
     if (b->rc == SQLITE_OK)
         b->rc = sqlite3_bind_text(b->s, i, v, -1, SQLITE_STATIC);
 }
 
-static inline enum kevo_status bound(struct kevo_archive *a, const struct bind *b)
+static inline enum kevo_status ar_bound(struct kevo_archive *a, const struct ar_bind *b)
 {
-    return b->rc == SQLITE_OK ? KEVO_OK : fail_db(a, b->rc, "binding a parameter");
+    return b->rc == SQLITE_OK ? KEVO_OK : ar_fail_db(a, b->rc, "binding a parameter");
 }
 
 /* The cached statement id with a fresh binder. */
-static inline enum kevo_status prep(struct kevo_archive *a, enum stmt_id id, struct bind *b)
+static inline enum kevo_status ar_prep(struct kevo_archive *a, enum stmt_id id, struct ar_bind *b)
 {
     b->rc = SQLITE_OK;
-    return stmt(a, id, &b->s);
+    return ar_stmt(a, id, &b->s);
 }
 
 /* Step a statement that returns no rows; on error the message names what. */
-static inline enum kevo_status exec_done(struct kevo_archive *a, sqlite3_stmt *s, const char *what)
+static inline enum kevo_status ar_exec_done(struct kevo_archive *a, sqlite3_stmt *s, const char *what)
 {
     int rc = sqlite3_step(s);
     enum kevo_status st = KEVO_OK;
 
     if (rc != SQLITE_DONE)
-        st = fail_db(a, rc, what);
-    done(s);
+        st = ar_fail_db(a, rc, what);
+    ar_done(s);
     return st;
 }
 
 /* Check the binds of b, then run its no-row statement; resets it either way. */
-static inline enum kevo_status write_stmt(struct kevo_archive *a, const struct bind *b,
+static inline enum kevo_status ar_write_stmt(struct kevo_archive *a, const struct ar_bind *b,
                                    const char *what)
 {
-    enum kevo_status st = bound(a, b);
+    enum kevo_status st = ar_bound(a, b);
 
     if (st != KEVO_OK) {
-        done(b->s);
+        ar_done(b->s);
         return st;
     }
-    return exec_done(a, b->s, what);
+    return ar_exec_done(a, b->s, what);
 }
 
 /* Step expecting a row: KEVO_OK with the row, NOTFOUND at the end, else an error. */
-static inline enum kevo_status step_row(struct kevo_archive *a, sqlite3_stmt *s, const char *what)
+static inline enum kevo_status ar_step_row(struct kevo_archive *a, sqlite3_stmt *s, const char *what)
 {
     int rc = sqlite3_step(s);
 
@@ -248,29 +248,29 @@ static inline enum kevo_status step_row(struct kevo_archive *a, sqlite3_stmt *s,
         return KEVO_OK;
     if (rc == SQLITE_DONE)
         return KEVO_ERR_NOTFOUND;
-    return fail_db(a, rc, what);
+    return ar_fail_db(a, rc, what);
 }
 
 /* Check b's binds and step its statement for a row (as step_row). */
-static inline enum kevo_status query_row(struct kevo_archive *a, const struct bind *b,
+static inline enum kevo_status ar_query_row(struct kevo_archive *a, const struct ar_bind *b,
                                   const char *what)
 {
-    enum kevo_status st = bound(a, b);
+    enum kevo_status st = ar_bound(a, b);
 
-    return st == KEVO_OK ? step_row(a, b->s, what) : st;
+    return st == KEVO_OK ? ar_step_row(a, b->s, what) : st;
 }
 
 /* A cached statement run once with no parameters and no rows (BEGIN, COMMIT, ...). */
-static inline enum kevo_status exec_id(struct kevo_archive *a, enum stmt_id id, const char *what)
+static inline enum kevo_status ar_exec_id(struct kevo_archive *a, enum stmt_id id, const char *what)
 {
     sqlite3_stmt *s;
-    enum kevo_status st = stmt(a, id, &s);
+    enum kevo_status st = ar_stmt(a, id, &s);
 
-    return st ? st : exec_done(a, s, what);
+    return st ? st : ar_exec_done(a, s, what);
 }
 
 /* Text column i as a new string (NULL for SQL NULL); NOMEM. */
-static inline enum kevo_status col_dup(sqlite3_stmt *s, int i, char **out)
+static inline enum kevo_status ar_col_dup(sqlite3_stmt *s, int i, char **out)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
 
@@ -282,29 +282,29 @@ static inline enum kevo_status col_dup(sqlite3_stmt *s, int i, char **out)
 }
 
 /* Real column i, NAN for NULL. */
-static inline double col_real(sqlite3_stmt *s, int i)
+static inline double ar_col_real(sqlite3_stmt *s, int i)
 {
     return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
 }
 
 /* ---- transactions ---- */
 
-static inline enum kevo_status tx_begin(struct kevo_archive *a)
+static inline enum kevo_status ar_tx_begin(struct kevo_archive *a)
 {
-    return exec_id(a, S_BEGIN, "starting a transaction");
+    return ar_exec_id(a, S_BEGIN, "starting a transaction");
 }
 
 /* End the transaction: commit when st is OK, else roll back keeping st's message. */
-static inline enum kevo_status tx_end(struct kevo_archive *a, enum kevo_status st)
+static inline enum kevo_status ar_tx_end(struct kevo_archive *a, enum kevo_status st)
 {
     if (st == KEVO_OK)
-        st = exec_id(a, S_COMMIT, "committing");
+        st = ar_exec_id(a, S_COMMIT, "committing");
     /* SQLite may already have rolled back (e.g. after SQLITE_FULL); only roll back
      * a transaction that is still open, so the original message survives. */
     if (st != KEVO_OK && !sqlite3_get_autocommit(a->db)) {
         char keep[ERR_MAX];
         memcpy(keep, a->err, sizeof keep);
-        if (exec_id(a, S_ROLLBACK, "rolling back") != KEVO_OK)
+        if (ar_exec_id(a, S_ROLLBACK, "rolling back") != KEVO_OK)
             KEVO_WARN("%s", a->err);
         memcpy(a->err, keep, sizeof keep);
     }
@@ -315,7 +315,7 @@ static inline enum kevo_status tx_end(struct kevo_archive *a, enum kevo_status s
 
 /* arr (n == *cap elements of size) with room for more: the new array, or NULL (out of
  * memory; arr is unchanged). */
-static inline void *grow(void *arr, int *cap, size_t size)
+static inline void *ar_grow(void *arr, int *cap, size_t size)
 {
     int c = *cap ? 2 * *cap : 16;
     void *p = *cap < INT_MAX / 2 ? kevo_reallocarray(arr, (size_t)c, size) : NULL;
@@ -325,17 +325,17 @@ static inline void *grow(void *arr, int *cap, size_t size)
 }
 
 /* The text column 0 of the single row s yields into *out; NOTFOUND with msg when none. */
-static inline enum kevo_status one_text(struct kevo_archive *a, sqlite3_stmt *s, const char *what,
+static inline enum kevo_status ar_one_text(struct kevo_archive *a, sqlite3_stmt *s, const char *what,
                                  char **out)
 {
-    enum kevo_status st = step_row(a, s, what);
+    enum kevo_status st = ar_step_row(a, s, what);
 
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "%s: none", what);
-    if (st == KEVO_OK && col_dup(s, 0, out) != KEVO_OK)
-        st = fail(a, KEVO_ERR_NOMEM, "%s: out of memory", what);
+        ar_fail(a, st, "%s: none", what);
+    if (st == KEVO_OK && ar_col_dup(s, 0, out) != KEVO_OK)
+        st = ar_fail(a, KEVO_ERR_NOMEM, "%s: out of memory", what);
     if (st == KEVO_OK && !*out)
-        st = fail(a, KEVO_ERR_NOTFOUND, "%s: none", what);
+        st = ar_fail(a, KEVO_ERR_NOTFOUND, "%s: none", what);
     return st;
 }
 

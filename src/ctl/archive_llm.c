@@ -16,46 +16,46 @@
 enum kevo_status kevo_archive_llm_add(struct kevo_archive *a, const struct kevo_llm_call_rec *r,
                                       int64_t *id)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && r && id);
     *id = 0;
     if (!r->model || !r->op || !r->prompt || !r->status ||
         !memchr(r->prompt_hash, '\0', sizeof r->prompt_hash) || !r->prompt_hash[0])
-        return fail(a, KEVO_ERR_INVALID, "recording an LLM call: model, op, prompt,"
+        return ar_fail(a, KEVO_ERR_INVALID, "recording an LLM call: model, op, prompt,"
                     " prompt_hash and status must be set");
-    st = prep(a, S_LLM_ADD, &b);
+    st = ar_prep(a, S_LLM_ADD, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, r->run_id);
-    b_id(&b, 2, r->cand_id);
-    b_text(&b, 3, r->model);
-    b_text(&b, 4, r->op);
-    b_text(&b, 5, r->prompt_hash);
-    b_text(&b, 6, r->prompt);
-    b_text(&b, 7, r->reply);
-    b_int(&b, 8, r->tokens_in);
-    b_int(&b, 9, r->tokens_out);
-    b_real(&b, 10, isfinite(r->cost) ? r->cost : 0.0);
-    b_real(&b, 11, isfinite(r->latency_s) ? r->latency_s : 0.0);
-    b_text(&b, 12, r->status);
-    b_real(&b, 13, now_s());
-    b_id(&b, 14, r->step);
-    b_id(&b, 15, r->submitted);
-    b_text(&b, 16, r->spec);
-    b_int(&b, 17, r->system_len);
-    b_id(&b, 18, r->parent1);
-    b_id(&b, 19, r->parent2);
-    b_int(&b, 20, r->island);
-    b_real(&b, 21, r->parent_score);
-    b_text(&b, 22, memchr(r->plan_hash, '\0', sizeof r->plan_hash) && r->plan_hash[0]
+    ar_b_int(&b, 1, r->run_id);
+    ar_b_id(&b, 2, r->cand_id);
+    ar_b_text(&b, 3, r->model);
+    ar_b_text(&b, 4, r->op);
+    ar_b_text(&b, 5, r->prompt_hash);
+    ar_b_text(&b, 6, r->prompt);
+    ar_b_text(&b, 7, r->reply);
+    ar_b_int(&b, 8, r->tokens_in);
+    ar_b_int(&b, 9, r->tokens_out);
+    ar_b_real(&b, 10, isfinite(r->cost) ? r->cost : 0.0);
+    ar_b_real(&b, 11, isfinite(r->latency_s) ? r->latency_s : 0.0);
+    ar_b_text(&b, 12, r->status);
+    ar_b_real(&b, 13, ar_now_s());
+    ar_b_id(&b, 14, r->step);
+    ar_b_id(&b, 15, r->submitted);
+    ar_b_text(&b, 16, r->spec);
+    ar_b_int(&b, 17, r->system_len);
+    ar_b_id(&b, 18, r->parent1);
+    ar_b_id(&b, 19, r->parent2);
+    ar_b_int(&b, 20, r->island);
+    ar_b_real(&b, 21, r->parent_score);
+    ar_b_text(&b, 22, memchr(r->plan_hash, '\0', sizeof r->plan_hash) && r->plan_hash[0]
                        ? r->plan_hash : NULL);
-    b_int(&b, 23, r->tokens_cached_in);
-    b_int(&b, 24, r->tokens_reasoning);
-    b_id(&b, 25, r->answers);
-    b_text(&b, 26, r->settings);
-    st = write_stmt(a, &b, "recording an LLM call");
+    ar_b_int(&b, 23, r->tokens_cached_in);
+    ar_b_int(&b, 24, r->tokens_reasoning);
+    ar_b_id(&b, 25, r->answers);
+    ar_b_text(&b, 26, r->settings);
+    st = ar_write_stmt(a, &b, "recording an LLM call");
     if (st == KEVO_OK)
         *id = sqlite3_last_insert_rowid(a->db);
     return st;
@@ -64,39 +64,39 @@ enum kevo_status kevo_archive_llm_add(struct kevo_archive *a, const struct kevo_
 enum kevo_status kevo_archive_llm_cached(struct kevo_archive *a, const char *prompt_hash,
                                          char **reply)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && prompt_hash && reply);
     *reply = NULL;
-    st = prep(a, S_LLM_CACHED, &b);
+    st = ar_prep(a, S_LLM_CACHED, &b);
     if (st != KEVO_OK)
         return st;
-    b_text(&b, 1, prompt_hash);
-    st = bound(a, &b);
+    ar_b_text(&b, 1, prompt_hash);
+    st = ar_bound(a, &b);
     if (st == KEVO_OK)
-        st = one_text(a, b.s, "looking up a cached LLM reply", reply);
-    done(b.s);
+        st = ar_one_text(a, b.s, "looking up a cached LLM reply", reply);
+    ar_done(b.s);
     return st;
 }
 
 enum kevo_status kevo_archive_llm_cost(struct kevo_archive *a, int64_t run, double *cost)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && cost);
     *cost = 0;
-    st = prep(a, S_LLM_COST, &b);
+    st = ar_prep(a, S_LLM_COST, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
-    st = query_row(a, &b, "summing LLM costs");
+    ar_b_int(&b, 1, run);
+    st = ar_query_row(a, &b, "summing LLM costs");
     if (st == KEVO_ERR_NOTFOUND)   /* an aggregate always yields a row */
-        st = fail(a, KEVO_ERR_IO, "summing LLM costs: no result");
+        st = ar_fail(a, KEVO_ERR_IO, "summing LLM costs: no result");
     if (st == KEVO_OK)
         *cost = sqlite3_column_double(b.s, 0);
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
@@ -126,42 +126,42 @@ static enum kevo_status llm_row_fill(struct kevo_archive *a, sqlite3_stmt *s,
     r->submitted = sqlite3_column_int64(s, 12);
     r->tokens_cached_in = sqlite3_column_int64(s, 13);
     r->tokens_reasoning = sqlite3_column_int64(s, 14);
-    if (col_dup(s, 7, &r->model) || col_dup(s, 8, &r->op) || col_dup(s, 10, &r->reply) ||
-        col_dup(s, 11, &r->status))
-        return fail(a, KEVO_ERR_NOMEM, "reading LLM call %lld: out of memory", (long long)r->id);
+    if (ar_col_dup(s, 7, &r->model) || ar_col_dup(s, 8, &r->op) || ar_col_dup(s, 10, &r->reply) ||
+        ar_col_dup(s, 11, &r->status))
+        return ar_fail(a, KEVO_ERR_NOMEM, "reading LLM call %lld: out of memory", (long long)r->id);
     if (!r->model || !r->op || !r->status ||
-        copy_field(r->prompt_hash, sizeof r->prompt_hash, (const char *)sqlite3_column_text(s, 9)))
-        return fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)r->id);
+        ar_copy_field(r->prompt_hash, sizeof r->prompt_hash, (const char *)sqlite3_column_text(s, 9)))
+        return ar_fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)r->id);
     return KEVO_OK;
 }
 
 enum kevo_status kevo_archive_llm_rows(struct kevo_archive *a, int64_t run,
                                        struct kevo_llm_row **rows, int *n)
 {
-    struct bind b;
+    struct ar_bind b;
     int cap = 0;
     enum kevo_status st;
 
     KEVO_ASSERT(a && rows && n);
     *rows = NULL;
     *n = 0;
-    st = prep(a, S_LLM_ROWS, &b);
+    st = ar_prep(a, S_LLM_ROWS, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
-    st = bound(a, &b);
-    while (st == KEVO_OK && (st = step_row(a, b.s, "listing LLM calls")) == KEVO_OK) {
+    ar_b_int(&b, 1, run);
+    st = ar_bound(a, &b);
+    while (st == KEVO_OK && (st = ar_step_row(a, b.s, "listing LLM calls")) == KEVO_OK) {
         if (*n == cap) {
-            struct kevo_llm_row *p = grow(*rows, &cap, sizeof *p);
+            struct kevo_llm_row *p = ar_grow(*rows, &cap, sizeof *p);
             if (!p) {
-                st = fail(a, KEVO_ERR_NOMEM, "listing LLM calls: out of memory");
+                st = ar_fail(a, KEVO_ERR_NOMEM, "listing LLM calls: out of memory");
                 break;
             }
             *rows = p;
         }
         st = llm_row_fill(a, b.s, &(*rows)[(*n)++]);
     }
-    done(b.s);
+    ar_done(b.s);
     if (st == KEVO_ERR_NOTFOUND)
         return KEVO_OK;
     kevo_archive_llm_rows_free(*rows, *n);
@@ -235,26 +235,26 @@ enum kevo_status kevo_archive_llm_models_json(struct kevo_archive *a, int64_t ru
                                               char **out_json)
 {
     json_t *arr = json_array();
-    struct bind b = { NULL, SQLITE_OK };
+    struct ar_bind b = { NULL, SQLITE_OK };
     enum kevo_status st;
 
     KEVO_ASSERT(a && out_json);
     *out_json = NULL;
-    st = arr ? prep(a, S_LLM_MODELS, &b) : fail(a, KEVO_ERR_NOMEM, "LLM models: out of memory");
+    st = arr ? ar_prep(a, S_LLM_MODELS, &b) : ar_fail(a, KEVO_ERR_NOMEM, "LLM models: out of memory");
     if (st == KEVO_OK) {
-        b_int(&b, 1, run);
-        st = bound(a, &b);
+        ar_b_int(&b, 1, run);
+        st = ar_bound(a, &b);
     }
     while (st == KEVO_OK) {
-        st = step_row(a, b.s, "LLM models");
+        st = ar_step_row(a, b.s, "LLM models");
         if (st == KEVO_OK && model_row(b.s, arr))
-            st = fail(a, KEVO_ERR_NOMEM, "LLM models: out of memory");
+            st = ar_fail(a, KEVO_ERR_NOMEM, "LLM models: out of memory");
     }
     if (st == KEVO_ERR_NOTFOUND) {
         *out_json = json_dumps(arr, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        st = *out_json ? KEVO_OK : fail(a, KEVO_ERR_NOMEM, "LLM models: out of memory");
+        st = *out_json ? KEVO_OK : ar_fail(a, KEVO_ERR_NOMEM, "LLM models: out of memory");
     }
-    done(b.s);
+    ar_done(b.s);
     json_decref(arr);
     return st;
 }
@@ -315,17 +315,17 @@ static enum kevo_status wanted_fill(struct kevo_archive *a, sqlite3_stmt *s,
     w->tokens_reasoning = sqlite3_column_int64(s, 18);
     w->latency_s = sqlite3_column_double(s, 19);
     st = split_prompt(s, 5, sqlite3_column_int64(s, 6), w);
-    if (st == KEVO_OK && (col_dup(s, 2, &w->model) || col_dup(s, 3, &w->spec) ||
-                          col_dup(s, 4, &w->op) || col_dup(s, 13, &w->settings) ||
-                          col_dup(s, 14, &w->reply)))
+    if (st == KEVO_OK && (ar_col_dup(s, 2, &w->model) || ar_col_dup(s, 3, &w->spec) ||
+                          ar_col_dup(s, 4, &w->op) || ar_col_dup(s, 13, &w->settings) ||
+                          ar_col_dup(s, 14, &w->reply)))
         st = KEVO_ERR_NOMEM;
     if (st == KEVO_ERR_NOMEM)
-        return fail(a, st, "reading LLM call %lld: out of memory", (long long)w->id);
+        return ar_fail(a, st, "reading LLM call %lld: out of memory", (long long)w->id);
     if (st || !w->model || !w->op ||
-        copy_field(w->prompt_hash, sizeof w->prompt_hash,
+        ar_copy_field(w->prompt_hash, sizeof w->prompt_hash,
                    (const char *)sqlite3_column_text(s, 7)) ||
-        copy_field(w->plan_hash, sizeof w->plan_hash, (const char *)sqlite3_column_text(s, 8)))
-        return fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)w->id);
+        ar_copy_field(w->plan_hash, sizeof w->plan_hash, (const char *)sqlite3_column_text(s, 8)))
+        return ar_fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)w->id);
     return KEVO_OK;
 }
 
@@ -333,33 +333,33 @@ static enum kevo_status wanted_fill(struct kevo_archive *a, sqlite3_stmt *s,
 static enum kevo_status wanted_list(struct kevo_archive *a, enum stmt_id id, int64_t run,
                                     struct kevo_llm_wanted **out, int *n)
 {
-    struct bind b;
+    struct ar_bind b;
     int cap = 0;
     enum kevo_status st;
 
     KEVO_ASSERT(a && out && n);
     *out = NULL;
     *n = 0;
-    st = prep(a, id, &b);
+    st = ar_prep(a, id, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, run);
-    st = bound(a, &b);
+    ar_b_int(&b, 1, run);
+    st = ar_bound(a, &b);
     while (st == KEVO_OK) {
-        st = step_row(a, b.s, "listing pending LLM calls");
+        st = ar_step_row(a, b.s, "listing pending LLM calls");
         if (st != KEVO_OK)
             break;
         if (*n == cap) {
-            struct kevo_llm_wanted *p = grow(*out, &cap, sizeof *p);
+            struct kevo_llm_wanted *p = ar_grow(*out, &cap, sizeof *p);
             if (!p) {
-                st = fail(a, KEVO_ERR_NOMEM, "listing pending LLM calls: out of memory");
+                st = ar_fail(a, KEVO_ERR_NOMEM, "listing pending LLM calls: out of memory");
                 break;
             }
             *out = p;
         }
         st = wanted_fill(a, b.s, &(*out)[(*n)++]);
     }
-    done(b.s);
+    ar_done(b.s);
     if (st == KEVO_ERR_NOTFOUND)
         return KEVO_OK;
     kevo_archive_llm_wanted_free(*out, *n);
@@ -384,24 +384,24 @@ enum kevo_status kevo_archive_llm_state(struct kevo_archive *a, int64_t id, int6
                                         char prompt_hash[KEVO_HASH_HEX],
                                         enum kevo_llm_call_state *state)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && run && prompt_hash && state);
     *run = 0;
     prompt_hash[0] = '\0';
     *state = KEVO_LLM_CALL_ANSWERED;
-    st = prep(a, S_LLM_STATE, &b);
+    st = ar_prep(a, S_LLM_STATE, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, id);
-    st = query_row(a, &b, "reading an LLM call");
+    ar_b_int(&b, 1, id);
+    st = ar_query_row(a, &b, "reading an LLM call");
     if (st == KEVO_ERR_NOTFOUND)
-        fail(a, st, "no LLM call %lld", (long long)id);
+        ar_fail(a, st, "no LLM call %lld", (long long)id);
     if (st == KEVO_OK) {
         *run = sqlite3_column_int64(b.s, 0);
-        if (copy_field(prompt_hash, KEVO_HASH_HEX, (const char *)sqlite3_column_text(b.s, 1)))
-            st = fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)id);
+        if (ar_copy_field(prompt_hash, KEVO_HASH_HEX, (const char *)sqlite3_column_text(b.s, 1)))
+            st = ar_fail(a, KEVO_ERR_IO, "LLM call %lld: malformed row", (long long)id);
         else if (sqlite3_column_int(b.s, 4))
             *state = KEVO_LLM_CALL_USED;
         else if (sqlite3_column_int(b.s, 3))
@@ -409,7 +409,7 @@ enum kevo_status kevo_archive_llm_state(struct kevo_archive *a, int64_t id, int6
         else if (sqlite3_column_int(b.s, 2))
             *state = KEVO_LLM_CALL_PENDING;
     }
-    done(b.s);
+    ar_done(b.s);
     return st;
 }
 
@@ -417,28 +417,28 @@ enum kevo_status kevo_archive_llm_state(struct kevo_archive *a, int64_t id, int6
 static enum kevo_status import_one(struct kevo_archive *a, const struct kevo_llm_import_rec *r,
                                    double now)
 {
-    struct bind b;
+    struct ar_bind b;
     enum kevo_status st;
 
     if (!r->reply)
-        return fail(a, KEVO_ERR_INVALID, "importing a reply to call %lld: no reply",
+        return ar_fail(a, KEVO_ERR_INVALID, "importing a reply to call %lld: no reply",
                     (long long)r->call);
-    st = prep(a, S_LLM_IMPORT, &b);
+    st = ar_prep(a, S_LLM_IMPORT, &b);
     if (st != KEVO_OK)
         return st;
-    b_int(&b, 1, r->call);
-    b_text(&b, 2, r->reply);
-    b_int(&b, 3, r->tokens_in);
-    b_int(&b, 4, r->tokens_out);
-    b_int(&b, 5, r->tokens_cached_in);
-    b_int(&b, 6, r->tokens_reasoning);
-    b_real(&b, 7, isfinite(r->latency_s) ? r->latency_s : 0.0);
-    b_text(&b, 8, r->model);
-    b_text(&b, 9, r->source);
-    b_real(&b, 10, now);
-    st = write_stmt(a, &b, "importing a reply");
+    ar_b_int(&b, 1, r->call);
+    ar_b_text(&b, 2, r->reply);
+    ar_b_int(&b, 3, r->tokens_in);
+    ar_b_int(&b, 4, r->tokens_out);
+    ar_b_int(&b, 5, r->tokens_cached_in);
+    ar_b_int(&b, 6, r->tokens_reasoning);
+    ar_b_real(&b, 7, isfinite(r->latency_s) ? r->latency_s : 0.0);
+    ar_b_text(&b, 8, r->model);
+    ar_b_text(&b, 9, r->source);
+    ar_b_real(&b, 10, now);
+    st = ar_write_stmt(a, &b, "importing a reply");
     if (st == KEVO_OK && sqlite3_changes(a->db) != 1)
-        st = fail(a, KEVO_ERR_INVALID, "importing a reply to call %lld: it is not a call that"
+        st = ar_fail(a, KEVO_ERR_INVALID, "importing a reply to call %lld: it is not a call that"
                   " waits for one (kevo llm pending lists those)", (long long)r->call);
     return st;
 }
@@ -446,14 +446,14 @@ static enum kevo_status import_one(struct kevo_archive *a, const struct kevo_llm
 enum kevo_status kevo_archive_llm_import(struct kevo_archive *a,
                                          const struct kevo_llm_import_rec *r, int n)
 {
-    double now = now_s();
+    double now = ar_now_s();
     enum kevo_status st;
 
     KEVO_ASSERT(a && (r || n <= 0));
-    st = tx_begin(a);
+    st = ar_tx_begin(a);
     if (st != KEVO_OK)
         return st;
     for (int i = 0; i < n && st == KEVO_OK; i++)
         st = import_one(a, &r[i], now);
-    return tx_end(a, st);
+    return ar_tx_end(a, st);
 }
