@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "testutil.h"
 
 #include "fake_provider.h"
 
@@ -93,12 +94,9 @@ static const char *respond(void *user, const char *req)
 static int setup(void **state)
 {
     (void)state;
-    kevo_bin = getenv("KEVO_BIN");
-    snprintf(dir, sizeof dir, "/tmp/kevo-test-exchange-XXXXXX");
-    if (!mkdtemp(dir))
+    kevo_bin = test_scratch(dir, sizeof dir, "exchange");
+    if (!dir[0])
         return -1;
-    if (kevo_bin)
-        setenv("KEVO_WORKER_EXE", kevo_bin, 1);
     snprintf(prices, sizeof prices, "%s/prices.json", dir);
     FILE *f = fopen(prices, "w");
     if (!f)
@@ -111,12 +109,10 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[512];
     (void)state;
     for (int i = 0; i < n_bodies; i++)
         free(bodies[i]);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) ? -1 : 0;
+    return test_scratch_remove(dir);
 }
 
 /* One number from an SQL query on db (-1 when no row). */

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "testutil.h"
 
 #include "fake_provider.h"
 
@@ -56,23 +57,14 @@ static const struct step cut[] = { { 200, NULL, "{\"choices\":[{\"index\":0,\"me
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kevo-test-models-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    kevo_bin = getenv("KEVO_BIN");
-    if (kevo_bin)
-        setenv("KEVO_WORKER_EXE", kevo_bin, 1);
-    return 0;
+    kevo_bin = test_scratch(dir, sizeof dir, "models");
+    return dir[0] ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-    char cmd[512];
     (void)state;
-    if (getenv("KEVO_TEST_KEEP"))
-        return 0;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) ? -1 : 0;
+    return test_scratch_remove(dir);
 }
 
 /* The check document of specs (NULL-terminated), parsed; the key is nowhere in it. */

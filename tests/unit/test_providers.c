@@ -32,6 +32,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "testutil.h"
 
 #include "fake_provider.h"
 
@@ -362,26 +363,17 @@ static const fake_reply_fn replies[P_COUNT] = { reply_openai, reply_anthropic, r
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kevo-test-providers-XXXXXX");
-    if (!mkdtemp(dir))
-        return -1;
-    kevo_bin = getenv("KEVO_BIN");
-    if (kevo_bin)
-        setenv("KEVO_WORKER_EXE", kevo_bin, 1);
-    return 0;
+    kevo_bin = test_scratch(dir, sizeof dir, "providers");
+    return dir[0] ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-    char cmd[512];
     (void)state;
     for (int i = 0; i < n_kept; i++)
         free(kept[i]);
     json_decref(report);
-    if (getenv("KEVO_TEST_KEEP"))
-        return 0;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) ? -1 : 0;
+    return test_scratch_remove(dir);
 }
 
 static void write_file(const char *path, const char *text)
