@@ -73,12 +73,13 @@ test: checksrc checksrc-selftest deps-check $(KEVO) $(TBINS) $(EMUL)
 	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/seeds/softmax_rows.cu
 	$(KEVO) check bench/tasks/scale_shift.cu
 	$(KEVO) check --task bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu
+	tests/install.sh "$(MAKE)" $(BUILD) $(PREFIX)
 	@echo "all tests passed"
 
 deps-check:
 	@tools/deps.sh check
 
-# make checksrc: the house rules a compiler does not check (c-style.md section 4: layering
+# make checksrc: the house rules a compiler does not check (the house style's source rules: layering
 # of src/ folders, banned and raw allocation functions, comma returns, comments naming
 # files that are gone, length budgets); tools/checksrc says each one.
 PYTHON ?= python3
@@ -135,6 +136,42 @@ fuzz:
 	@mkdir -p $(BUILD)/fuzz-corpus
 	UBSAN_OPTIONS=halt_on_error=1 $(BUILD)/fuzz_task -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=8192 -timeout=10 $(BUILD)/fuzz-corpus tests/fuzz/corpus
+
+# make install: kevo into $(DESTDIR)$(PREFIX)/bin, what it reads at run time (prompt
+# templates, playbook, price table, the suite and its seeds) into
+# $(DESTDIR)$(PREFIX)/share/kevo, laid out as in this tree (where kevo_data_dir,
+# src/ctl/datadir.c, finds it), and the man page. make uninstall removes exactly those
+# files, then the folders under share/kevo they leave empty (KEVO_DATA is at most two
+# folders deep). PREFIX is compiled in too, the data directory's fallback for a kevo moved
+# away from its share/kevo: datadir.o is rebuilt when PREFIX changes ($(BUILD)/prefix).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+KEVO_SHARE := $(PREFIX)/share/kevo
+KEVO_MAN   := $(PREFIX)/share/man/man1/kevo.1
+KEVO_DATA  := $(wildcard prompts/*.md docs/playbook/*.md prices.json tasks/*/*.cu tasks/*/*.c \
+                         examples/seeds/*.cu examples/seeds/*.c)
+KEVO_DATA_DIRS := $(sort $(filter-out ./,$(dir $(KEVO_DATA)) \
+                                         $(dir $(patsubst %/,%,$(dir $(KEVO_DATA))))))
+.PHONY: install uninstall prefix-check
+$(BUILD)/obj/ctl/datadir.o: CFLAGS += -DKEVO_DATA_DIR=\"$(KEVO_SHARE)\"
+$(BUILD)/obj/ctl/datadir.o: $(BUILD)/prefix
+$(BUILD)/prefix: prefix-check
+	@mkdir -p $(dir $@)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+install: $(KEVO)
+	install -D -m 755 $(KEVO) "$(DESTDIR)$(PREFIX)/bin/kevo"
+	install -D -m 644 docs/kevo.1 "$(DESTDIR)$(KEVO_MAN)"
+	@set -e; for f in $(KEVO_DATA); do install -D -m 644 $$f "$(DESTDIR)$(KEVO_SHARE)/$$f"; done
+	@echo "installed $(words $(KEVO_DATA)) data files in $(DESTDIR)$(KEVO_SHARE)"
+
+uninstall:
+	rm -f "$(DESTDIR)$(PREFIX)/bin/kevo" "$(DESTDIR)$(KEVO_MAN)"
+	@for f in $(KEVO_DATA); do rm -f "$(DESTDIR)$(KEVO_SHARE)/$$f"; done
+	@for d in $$(printf '%s\n' $(KEVO_DATA_DIRS) | sort -r); do \
+	    rmdir "$(DESTDIR)$(KEVO_SHARE)/$$d" 2>/dev/null || true; done
+	@rmdir "$(DESTDIR)$(KEVO_SHARE)" 2>/dev/null || true
+	@echo "removed $(words $(KEVO_DATA)) data files from $(DESTDIR)$(KEVO_SHARE)"
 
 clean:
 	rm -rf $(BUILD)

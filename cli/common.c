@@ -7,7 +7,10 @@
 #include "kevo.h"
 #include "cli.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +26,17 @@ const char cli_usage_text[] =
     "       [--json] [--device N] [--backend cpu|cuda] [--trials N] [--holdout]\n"
     "       [--no-timing] [--deadline SECONDS] [--time-cap SECONDS] [--dump DIR]\n"
     "  bench [TASK|DIR...] [--candidates DIR] [--baselines FILE] [--json]\n"
-    "       [eval options]               evaluate a suite (default: tasks/) and score it\n"
+    "       [eval options]               evaluate a suite (default: ./tasks, else the\n"
+    "                                    installed one) and score it\n"
     "  run TASK [--budget N] [--time SECONDS] [--target F] [--gpus LIST] [--seed CAND]...\n"
     "      [--resume ID] [--replay ID] [--islands N] [--stagnation N] [--archive PATH] [--json]\n"
     "      [--model SPEC]... [--cost-cap X] [--llm-concurrency N] [--offline] [--prompts DIR]\n"
     "      [--prices FILE] [--config FILE]   (LLM operators: docs/llm.md)\n"
     "      [eval options]                evolve faster candidates (docs/search.md)\n"
-    "  runs [ID] [--archive PATH] [--json]  the runs in the archive, or one run's report\n"
+    "  runs [ID] [--candidates] [--archive PATH] [--json]\n"
+    "                                    the runs in the archive, or one run's report\n"
+    "                                    (with --candidates: every candidate's figures)\n"
+    "  show CAND [--archive PATH] [--json]  one candidate: source, verdict, log, figures\n"
     "  export ID --out DIR [--archive PATH]  the run's best kernel as standalone files\n"
     "  models check [--model SPEC]... [--config FILE] [--prices FILE] [--json]\n"
     "                                    one tiny request per LLM model: does it work?\n"
@@ -41,7 +48,8 @@ const char cli_usage_text[] =
     "  llm import FILE [--archive PATH]  store the replies; kevo run --resume uses them\n"
     "  calibrate [--device N] [--backend cpu|cuda] [--force] [--json]\n"
     "                                    measure bandwidth and peaks of this device\n"
-    "  version                           print the version\n"
+    "  version                           print the version and the data directory\n"
+    "  help [COMMAND]                    this list, or COMMAND's usage (kevo COMMAND --help)\n"
     "\n"
     "exit status: 0 completed, 1 kevo failed, 2 bad usage (docs/cli.md)\n";
 
@@ -53,29 +61,62 @@ int cli_usage(const char *why)
     return EXIT_USAGE;
 }
 
-/* Parse a non-negative integer option value; -1 on error. */
-long cli_parse_count(const char *s)
+/* Says why the value s of option opt (NULL: none given) is refused, and the range; -1. */
+static int refuse(const char *opt, const char *s, const char *what, const char *range)
 {
-    char *end = NULL;
-    long v;
-    if (!s || !*s)
-        return -1;
-    v = strtol(s, &end, 10);
-    if (*end || v < 0)
-        return -1;
-    return v;
+    char why[512];
+
+    if (!s)
+        snprintf(why, sizeof why, "%s needs a value (allowed: %s)", opt, range);
+    else
+        snprintf(why, sizeof why, "%s %.80s: %s (allowed: %s)", opt, s, what, range);
+    cli_usage(why);
+    return -1;
 }
 
-double cli_parse_seconds(const char *s)
+/*
+ * Every integer option goes through here, so that none wraps or is cut: the whole string
+ * must be decimal digits after an optional '-' (no spaces, no '+', no "0x"), and the value
+ * must fit int64_t and lie in [lo, hi]. 0 with *out set, or -1 after the usage message.
+ */
+int cli_parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
-    char *end = NULL;
-    double v;
-    if (!s || !*s)
-        return -1;
-    v = strtod(s, &end);
-    if (*end || !(v > 0))
-        return -1;
-    return v;
+    char range[96], *end = NULL;
+    const char *digits = s && *s == '-' ? s + 1 : s;
+    long long v = 0;
+
+    snprintf(range, sizeof range, "an integer from %lld to %lld", (long long)lo, (long long)hi);
+    if (!s)
+        return refuse(opt, s, "", range);
+    errno = 0;
+    if (*digits >= '0' && *digits <= '9')   /* strtoll would skip spaces and take a '+' */
+        v = strtoll(s, &end, 10);
+    if (!end || *end)
+        return refuse(opt, s, "not an integer", range);
+    if (errno == ERANGE || v < lo || v > hi)
+        return refuse(opt, s, "out of range", range);
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* The same for a real number: finite, above 0 and at most hi ("0.5", "2e3"). */
+int cli_parse_real(const char *opt, const char *s, double hi, double *out)
+{
+    char range[96], *end = NULL;
+    double v = 0;
+
+    snprintf(range, sizeof range, "a number above 0, at most %.15g", hi);
+    if (!s)
+        return refuse(opt, s, "", range);
+    errno = 0;
+    if (*s && !isspace((unsigned char)*s))
+        v = strtod(s, &end);
+    if (!end || *end || isnan(v))
+        return refuse(opt, s, "not a number", range);
+    if (errno == ERANGE || !(v > 0) || !(v <= hi))   /* inf, overflow, underflow too */
+        return refuse(opt, s, "out of range", range);
+    *out = v;
+    return 0;
 }
 
 int cli_parse_backend(const char *s, enum kevo_backend_kind *out)
@@ -128,34 +169,24 @@ int cli_eval_option(int argc, char **argv, int *i, struct kevo_eval_opts *o)
         return 1;
     }
     if (strcmp(a, "--device") == 0) {
-        long d = cli_parse_count(v);
-        if (d < 0 || d > 1024) {
-            cli_usage("--device needs a device number");
+        int64_t n;
+        if (cli_parse_int(a, v, 0, CLI_MAX_DEVICE, &n))
             return -1;
-        }
-        o->device = (int)d;
+        o->device = (int)n;
     } else if (strcmp(a, "--trials") == 0) {
-        long t = cli_parse_count(v);
-        if (t < 3 || t > 100) {
-            cli_usage("--trials needs a number from 3 to 100");
+        int64_t n;
+        if (cli_parse_int(a, v, CLI_MIN_TRIALS, CLI_MAX_TRIALS, &n))
             return -1;
-        }
-        o->trials = (int)t;
+        o->trials = (int)n;
     } else if (strcmp(a, "--backend") == 0) {
         if (cli_parse_backend(v, &o->backend)) {
             cli_usage("--backend is cpu or cuda");
             return -1;
         }
     } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--time-cap") == 0) {
-        double sec = cli_parse_seconds(v);
-        if (sec <= 0) {
-            cli_usage("--deadline/--time-cap need a number of seconds");
+        double *sec = strcmp(a, "--deadline") == 0 ? &o->deadline_s : &o->time_cap_s;
+        if (cli_parse_real(a, v, CLI_MAX_SECONDS, sec))
             return -1;
-        }
-        if (a[2] == 'd')
-            o->deadline_s = sec;
-        else
-            o->time_cap_s = sec;
     } else {
         return 0;
     }
@@ -210,6 +241,28 @@ static int config_model_spec(const char *path, json_t *models, size_t i)
     return 0;
 }
 
+/* The config file's numbers hold what their options may (--llm-concurrency, --cost-cap):
+ * 0, or -1 after naming the file, the key, the value and the range. */
+static int config_ranges(const char *path, json_t *c)
+{
+    json_t *n = json_object_get(c, "llm_concurrency"), *cap = json_object_get(c, "cost_cap");
+    json_int_t k = json_integer_value(n);
+    double x = json_number_value(cap);
+
+    /* 0 is "not set" in either, as in struct kevo_run_opts */
+    if (n && (!json_is_integer(n) || k < 0 || k > CLI_MAX_LLM_CONCURRENCY)) {
+        fprintf(stderr, "kevo: %s: llm_concurrency: not an integer from 0 (the default) to "
+                "%d\n", path, CLI_MAX_LLM_CONCURRENCY);
+        return -1;
+    }
+    if (cap && (!json_is_number(cap) || !(x >= 0) || !(x <= CLI_MAX_AMOUNT))) {
+        fprintf(stderr, "kevo: %s: cost_cap: not a number from 0 (none) to %.15g\n", path,
+                CLI_MAX_AMOUNT);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * The config file of run and models check ($KEVO_CONFIG, else ~/.config/kevo/config.json
  * when it exists, or --config FILE): {"models": ["openai:gpt-5", {"spec": "openai:o3",
@@ -254,6 +307,10 @@ int cli_load_config(const char *path, struct kevo_run_opts *o, const char **mode
             if (json_is_string(v) && o->n_models < 64)
                 models[o->n_models++] = json_string_value(v);
         }
+    if (config_ranges(path, c) < 0) {
+        json_decref(c);
+        return -1;
+    }
     if (!o->llm_concurrency && json_is_integer(json_object_get(c, "llm_concurrency")))
         o->llm_concurrency = (int)json_integer_value(json_object_get(c, "llm_concurrency"));
     if (!o->cost_cap && json_is_number(json_object_get(c, "cost_cap")))

@@ -2,7 +2,8 @@
  * kevo - the command-line tool. A thin layer over include/kevo.h: it parses arguments,
  * installs the stderr logger, prints results, and maps outcomes to exit codes:
  *   0  the command completed (for eval: every candidate got a verdict, whatever it is)
- *   1  kevo itself failed (bad task file, worker could not start, I/O error, ...)
+ *   1  kevo itself failed (bad task file, worker could not start, I/O error, ...), or for
+ *      eval the task's own reference failed its evaluation
  *   2  bad usage
  * `kevo check` exits 1 when a file does not parse or compile.
  */
@@ -180,6 +181,26 @@ static void print_resources(json_t *res)
     }
 }
 
+/* r's evidence less what is printed anyway (NULL: nothing left): a workload's verdict
+ * comes with its workload's evidence, the compile log is printed whole, and the message of
+ * a candidate that does not parse is the verdict line's. */
+static json_t *unshown_evidence(json_t *r)
+{
+    json_t *ev = json_object_get(r, "evidence"), *w;
+    const char *m;
+    size_t i;
+
+    json_array_foreach(json_object_get(r, "workloads"), i, w)
+        if (strcmp(cli_str(w, "verdict", "ok"), "ok") != 0)
+            return NULL;
+    ev = json_is_object(ev) ? json_deep_copy(ev) : NULL;
+    json_object_del(ev, "log");
+    m = json_string_value(json_object_get(ev, "message"));
+    if (m && strstr(cli_str(r, "message", ""), m))
+        json_object_del(ev, "message");
+    return ev;
+}
+
 static void print_result(const char *label, json_t *r, int with_speedup)
 {
     json_t *ws = json_object_get(r, "workloads"), *w;
@@ -192,7 +213,9 @@ static void print_result(const char *label, json_t *r, int with_speedup)
         print_resources(json_object_get(r, "resources"));
     json_array_foreach(ws, i, w) print_workload(w, with_speedup);
     if (strcmp(cli_str(r, "verdict", "ok"), "ok") != 0) {
-        print_evidence(json_object_get(r, "evidence"));
+        json_t *ev = unshown_evidence(r);
+        print_evidence(ev);
+        json_decref(ev);
         const char *log = cli_str(r, "compile_log", NULL);
         if (log && *log)
             printf("      compile log:\n%.2000s\n", log);
@@ -218,6 +241,23 @@ static void print_report(json_t *doc)
     print_result("reference", json_object_get(doc, "reference"), 0);
     json_array_foreach(json_object_get(doc, "candidates"), i, c)
         print_result(cli_str(c, "path", "?"), c, 1);
+}
+
+/* The task's own reference failed its evaluation (its verdict, or its holdout's, is not
+ * ok; then no candidate was evaluated): say why on stderr and return 1, else 0. */
+static int ref_failed(json_t *doc)
+{
+    json_t *r = json_object_get(doc, "reference");
+    json_t *h = json_object_get(r, "holdout");
+
+    if (!strcmp(cli_str(r, "verdict", "?"), "ok")) {
+        if (!json_is_object(h) || !strcmp(cli_str(h, "verdict", "?"), "ok"))
+            return 0;
+        r = h;
+    }
+    fprintf(stderr, "kevo: the task's reference failed: %s -- %.2000s\n",
+            cli_str(r, "verdict", "?"), cli_str(r, "message", "no result"));
+    return 1;
 }
 
 static int cmd_eval(int argc, char **argv)
@@ -266,11 +306,14 @@ static int cmd_eval(int argc, char **argv)
     if (st != KEVO_OK) {
         fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
         rc = EXIT_FAILED;
-    } else if (as_json) {
-        printf("%s\n", json);
     } else {
         json_t *doc = json_loads(json, 0, NULL);
-        print_report(doc);
+        if (as_json)
+            printf("%s\n", json);
+        else
+            print_report(doc);
+        fflush(stdout);   /* the report first, then why the command failed */
+        rc = ref_failed(doc) ? EXIT_FAILED : 0;
         json_decref(doc);
     }
 out:
@@ -340,12 +383,24 @@ static void print_bench(json_t *doc)
     print_fast(sc, "fast_p_vs_compile", "compile");
 }
 
+/* The suite `kevo bench` evaluates when given none: ./tasks where there is one (a
+ * checkout), else the data directory's (an installed kevo run anywhere). */
+static const char *default_suite(char *buf, size_t n)
+{
+    struct stat s;
+
+    if (stat("tasks", &s) == 0 && S_ISDIR(s.st_mode))
+        return "tasks";
+    snprintf(buf, n, "%s/tasks", kevo_data_dir(NULL));
+    return buf;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
     struct kevo_bench_opts o;
     const char **paths = calloc((size_t)argc + 1, sizeof *paths);
     int n = 0, as_json = 0, rc = 0, tty = isatty(2);
-    char *json = NULL, *msg = NULL;
+    char *json = NULL, *msg = NULL, suite[4096];
 
     kevo_bench_opts_default(&o);
     if (!paths)
@@ -376,7 +431,7 @@ static int cmd_bench(int argc, char **argv)
         }
     }
     if (!n)
-        paths[n++] = "tasks";
+        paths[n++] = default_suite(suite, sizeof suite);
     enum kevo_status st = kevo_bench_json(paths, n, &o, bench_progress, &tty, &json, &msg);
     if (tty)
         fprintf(stderr, "\r\033[K");
@@ -411,9 +466,9 @@ static int cmd_calibrate(int argc, char **argv)
         } else if (strcmp(argv[i], "--json") == 0) {
             as_json = 1;
         } else if (strcmp(argv[i], "--device") == 0) {
-            long d = cli_parse_count(v);
-            if (d < 0 || d > 1024)
-                return cli_usage("--device needs a device number");
+            int64_t d;
+            if (cli_parse_int("--device", v, 0, CLI_MAX_DEVICE, &d))
+                return EXIT_USAGE;
             device = (int)d;
             i++;
         } else if (strcmp(argv[i], "--backend") == 0) {
@@ -462,6 +517,21 @@ static int cmd_calibrate(int argc, char **argv)
     return 0;
 }
 
+/* ---- version ---- */
+
+/* The version, and where the run-time data is read from and which rule found it
+ * (kevo_data_dir): an installed kevo that reads the wrong prompts says so here. */
+static int cmd_version(void)
+{
+    const char *rule = NULL, *dir = kevo_data_dir(&rule);
+    struct stat s;
+
+    printf("kevo %s\n", KEVO_VERSION);
+    printf("data: %s (%s)%s\n", dir, rule,
+           stat(dir, &s) == 0 && S_ISDIR(s.st_mode) ? "" : " [missing]");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "__worker") == 0)
@@ -471,6 +541,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return cli_usage(NULL);
     const char *cmd = argv[1];
+    if (cli_wants_help(argc - 2, argv + 2) && cli_help(cmd) == 0)
+        return 0;
     if (strcmp(cmd, "check") == 0)
         return cmd_check(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0)
@@ -479,6 +551,8 @@ int main(int argc, char **argv)
         return cli_cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "runs") == 0)
         return cli_cmd_runs(argc - 2, argv + 2);
+    if (strcmp(cmd, "show") == 0)
+        return cli_cmd_show(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cli_cmd_export(argc - 2, argv + 2);
     if (strcmp(cmd, "models") == 0)
@@ -489,12 +563,15 @@ int main(int argc, char **argv)
         return cmd_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "calibrate") == 0)
         return cmd_calibrate(argc - 2, argv + 2);
-    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("kevo %s\n", KEVO_VERSION);
-        return 0;
-    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
+        return cmd_version();
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        fputs(cli_usage_text, stdout);
+        if (argc >= 3 && strcmp(cmd, "help") == 0 && cli_help(argv[2]) < 0) {
+            fprintf(stderr, "kevo: no command '%s'\n", argv[2]);
+            return cli_usage(NULL);
+        }
+        if (argc < 3 || strcmp(cmd, "help") != 0)
+            fputs(cli_usage_text, stdout);
         return 0;
     }
     fprintf(stderr, "kevo: unknown command '%s'\n", cmd);

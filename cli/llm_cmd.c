@@ -99,7 +99,7 @@ static int write_all(const char *path, const char *text)
 static int cmd_pending(int argc, char **argv)
 {
     const char *archive = NULL, *out = NULL;
-    long run = 0;
+    int64_t run = 0;
     char *jsonl = NULL, *msg = NULL;
     int n = 0, rc = 0;
 
@@ -108,8 +108,10 @@ static int cmd_pending(int argc, char **argv)
             archive = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
-        else if (run || (run = cli_parse_count(argv[i])) <= 0)
+        else if (run || argv[i][0] == '-')
             return cli_usage("llm pending takes a run id [--archive PATH] [--out FILE]");
+        else if (cli_parse_int("run id", argv[i], 1, INT64_MAX, &run))
+            return EXIT_USAGE;
     }
     if (!run)
         return cli_usage("llm pending takes a run id [--archive PATH] [--out FILE]");
@@ -120,8 +122,8 @@ static int cmd_pending(int argc, char **argv)
     } else if (write_all(out, jsonl) != 0) {
         rc = EXIT_FAILED;
     } else if (out && strcmp(out, "-")) {
-        fprintf(stderr, "kevo: run %ld: %d call(s) wait for a reply; written to %s\n", run, n,
-                out);
+        fprintf(stderr, "kevo: run %lld: %d call(s) wait for a reply; written to %s\n",
+                (long long)run, n, out);
     }
     kevo_free(jsonl);
     kevo_free(msg);
@@ -159,16 +161,12 @@ static int answer_option(int argc, char **argv, int *i, struct kevo_exchange_opt
     } else if (!strcmp(a, "--prices")) {
         o->prices = v;
     } else if (!strcmp(a, "--cost-cap")) {
-        if ((o->cost_cap = cli_parse_seconds(v)) <= 0) {
-            cli_usage("--cost-cap needs a positive amount");
+        if (cli_parse_real(a, v, CLI_MAX_AMOUNT, &o->cost_cap))
             return -1;
-        }
     } else if (!strcmp(a, "--llm-concurrency")) {
-        long n = cli_parse_count(v);
-        if (n <= 0 || n > 32) {
-            cli_usage("--llm-concurrency needs 1 to 32");
+        int64_t n;
+        if (cli_parse_int(a, v, 1, CLI_MAX_LLM_CONCURRENCY, &n))
             return -1;
-        }
         o->concurrency = (int)n;
     } else {
         return 0;

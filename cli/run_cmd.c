@@ -2,7 +2,8 @@
  * run_cmd - `kevo run`, `kevo runs` and `kevo export` (docs/cli.md, docs/search.md). The
  * search itself is kevo_run in the library; this file parses options, shows progress (a
  * live status line on a terminal, plain lines otherwise, the events as JSON lines with
- * --json) and stops the run cleanly on the first Ctrl-C (a second one kills kevo).
+ * --json) and stops the run cleanly on the first Ctrl-C, SIGTERM or SIGHUP (a second one
+ * kills kevo).
  */
 #include "cli.h"
 
@@ -12,16 +13,33 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_GPUS 64
-
 static volatile int stop_flag;
 
-static void on_sigint(int sig)
+/* SIGINT (Ctrl-C), SIGTERM (kill, a batch scheduler's time limit, systemd) and SIGHUP (the
+ * terminal went away) stop the run alike: at the next result, recorded as stopped, so
+ * `kevo run --resume` goes on. A second one kills kevo at once with 128 + its number (130
+ * for Ctrl-C), which loses nothing stored either (the archive commits every write). */
+static void on_stop_signal(int sig)
 {
-    (void)sig;
     if (stop_flag)
-        _exit(130);
+        _exit(128 + sig);
     stop_flag = 1;
+}
+
+/* Install on_stop_signal, except where kevo was started with the signal ignored (nohup,
+ * a background job of a script): that choice is the caller's to keep. */
+static void catch_stop_signals(void)
+{
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+    struct sigaction sa, old;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
 }
 
 struct show {
@@ -70,6 +88,13 @@ static void show_eval(struct show *s, json_t *e)
     if (strcmp(v, "ok") != 0)
         printf("  %.160s", cli_str(e, "message", ""));
     printf("\n");
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(e, "log"), i, l)   /* a compile error's first lines */
+        printf("    %.200s\n", json_string_value(l));
+    if (cli_num(e, "log_more") > 0)
+        printf("    ... %d more line%s: kevo show %d\n", (int)cli_num(e, "log_more"),
+               cli_num(e, "log_more") == 1 ? "" : "s", (int)cli_num(e, "id"));
     fflush(stdout);
 }
 
@@ -162,16 +187,10 @@ static void print_summary(const char *report, int64_t id)
 {
     json_t *r = json_loads(report, 0, NULL), *b = json_object_get(r, "best");
     json_t *fin = json_object_get(r, "final");
-    char t[32] = "-";
 
-    if (json_is_object(b))
-        cli_fmt_time(t, sizeof t, cli_num(b, "score_s"));
     printf("\nrun %lld: stopped by %s after %d evaluations (%d ok)\n", (long long)id,
            cli_str(r, "reason", "?"), (int)cli_num(r, "evaluations"), (int)cli_num(r, "ok"));
-    if (json_is_object(b))
-        printf("best: cand %d (%s) %s, %.0f%% of SOL, %.2fx the reference\n",
-               (int)cli_num(b, "id"), cli_str(b, "op", "?"), t, 100 * cli_num(b, "sol_fraction"),
-               cli_num(b, "speedup"));
+    cli_print_best(b);
     if (json_is_object(fin))
         printf("held-out gate: cand %d passed (%s)\n", (int)cli_num(fin, "id"),
                cli_str(fin, "holdout", "?"));
@@ -192,19 +211,69 @@ static void print_summary(const char *report, int64_t id)
     json_decref(r);
 }
 
-/* "0,1,3" -> devices */
-static int parse_gpus(const char *s, int *out, int cap)
+/* "0,1,3" -> devices (each checked like --device, at most CLI_MAX_GPUS); the count, or
+ * -1 after the usage message. */
+static int parse_gpus(const char *s, int *out)
 {
-    int n = 0;
-    char *end;
-    while (s && *s && n < cap) {
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || v > 1024 || (*end && *end != ','))
+    int n = 0, bad;
+
+    do {
+        size_t len = strcspn(s, ",");
+        char *item = strndup(s, len);
+        int64_t v = 0;
+        if (n == CLI_MAX_GPUS) {
+            free(item);
+            cli_usage("--gpus names at most 64 devices");
+            return -1;
+        }
+        bad = !item || cli_parse_int("--gpus", item, 0, CLI_MAX_DEVICE, &v);
+        free(item);
+        if (bad)
             return -1;
         out[n++] = (int)v;
-        s = *end ? end + 1 : end;
-    }
-    return n > 0 ? n : -1;
+        s += len;
+    } while (*s++ == ',');
+    return n;
+}
+
+/* The integer options of run, their ranges (docs/cli.md "Option values"). */
+enum run_int { RI_BUDGET, RI_STAGNATION, RI_RESUME, RI_REPLAY, RI_ISLANDS, RI_RNG_SEED,
+               RI_LLM_CONCURRENCY, RI_COUNT };
+static const struct {
+    const char *name;
+    int64_t lo, hi;
+} run_ints[RI_COUNT] = {
+    [RI_BUDGET]          = { "--budget", 1, CLI_MAX_EVALS },
+    [RI_STAGNATION]      = { "--stagnation", 1, CLI_MAX_EVALS },
+    [RI_RESUME]          = { "--resume", 1, INT64_MAX },
+    [RI_REPLAY]          = { "--replay", 1, INT64_MAX },
+    [RI_ISLANDS]         = { "--islands", 1, CLI_MAX_ISLANDS },
+    [RI_RNG_SEED]        = { "--rng-seed", 1, INT64_MAX },   /* kept as a JSON integer */
+    [RI_LLM_CONCURRENCY] = { "--llm-concurrency", 1, CLI_MAX_LLM_CONCURRENCY },
+};
+
+/* Integer option k of run with value v into o: 0, or -1 after the usage message. */
+static int run_int_option(enum run_int k, const char *v, struct kevo_run_opts *o)
+{
+    int64_t n;
+
+    if (cli_parse_int(run_ints[k].name, v, run_ints[k].lo, run_ints[k].hi, &n))
+        return -1;
+    if (k == RI_BUDGET)
+        o->budget = n;
+    else if (k == RI_STAGNATION)
+        o->stagnation = n;
+    else if (k == RI_RESUME)
+        o->resume = n;
+    else if (k == RI_REPLAY)
+        o->replay = n;
+    else if (k == RI_ISLANDS)
+        o->n_islands = (int)n;            /* the ranges above fit an int */
+    else if (k == RI_RNG_SEED)
+        o->rng_seed = (uint64_t)n;
+    else
+        o->llm_concurrency = (int)n;
+    return 0;
 }
 
 /* Options of run besides the eval ones: 1 consumed, 0 not one, -1 bad usage. */
@@ -212,8 +281,6 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
                       const char **seeds, const char **models, int *json)
 {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    long n;
-    double d;
 
     if (strcmp(a, "--json") == 0) {
         *json = 1;
@@ -223,39 +290,36 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         o->offline = 1;
         return 1;
     }
+    for (int k = 0; k < RI_COUNT; k++)
+        if (strcmp(a, run_ints[k].name) == 0) {
+            if (run_int_option((enum run_int)k, v, o))
+                return -1;
+            (*i)++;
+            return 1;
+        }
+    double *real = NULL;
+    double hi = 0;
+    if (strcmp(a, "--time") == 0) {
+        real = &o->time_s;
+        hi = CLI_MAX_SECONDS;
+    } else if (strcmp(a, "--target") == 0) {
+        real = &o->target;
+        hi = 1.0;   /* a fraction of SOL: one above 1 would never be met */
+    } else if (strcmp(a, "--cost-cap") == 0) {
+        real = &o->cost_cap;
+        hi = CLI_MAX_AMOUNT;
+    }
+    if (real) {
+        if (cli_parse_real(a, v, hi, real))
+            return -1;
+        (*i)++;
+        return 1;
+    }
     if (!v)
         return 0;
-    if (strcmp(a, "--budget") == 0 || strcmp(a, "--stagnation") == 0 ||
-        strcmp(a, "--resume") == 0 || strcmp(a, "--islands") == 0 ||
-        strcmp(a, "--rng-seed") == 0 || strcmp(a, "--replay") == 0) {
-        if ((n = cli_parse_count(v)) <= 0) {
-            cli_usage("--budget/--stagnation/--resume/--replay/--islands/--rng-seed need "
-                      "a positive number");
+    if (strcmp(a, "--gpus") == 0) {
+        if ((o->n_gpus = parse_gpus(v, gpus)) < 0)
             return -1;
-        }
-        if (strcmp(a, "--replay") == 0)
-            o->replay = n;
-        else if (a[2] == 'b')
-            o->budget = n;
-        else if (a[2] == 's')
-            o->stagnation = n;
-        else if (a[2] == 'i')
-            o->n_islands = (int)(n > 16 ? 17 : n);
-        else if (a[3] == 'e')
-            o->resume = n;
-        else
-            o->rng_seed = (uint64_t)n;
-    } else if (strcmp(a, "--time") == 0 || strcmp(a, "--target") == 0) {
-        if ((d = cli_parse_seconds(v)) <= 0) {
-            cli_usage("--time needs seconds, --target a fraction of SOL");
-            return -1;
-        }
-        *(a[3] == 'i' ? &o->time_s : &o->target) = d;
-    } else if (strcmp(a, "--gpus") == 0) {
-        if ((o->n_gpus = parse_gpus(v, gpus, MAX_GPUS)) < 0) {
-            cli_usage("--gpus needs a list of device numbers, e.g. 0,1");
-            return -1;
-        }
         o->gpus = gpus;
     } else if (strcmp(a, "--seed") == 0) {
         seeds[o->n_seeds++] = v;
@@ -265,18 +329,6 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         o->prompts_dir = v;
     } else if (strcmp(a, "--prices") == 0) {
         o->prices = v;
-    } else if (strcmp(a, "--llm-concurrency") == 0) {
-        if ((n = cli_parse_count(v)) <= 0 || n > 32) {
-            cli_usage("--llm-concurrency needs 1 to 32");
-            return -1;
-        }
-        o->llm_concurrency = (int)n;
-    } else if (strcmp(a, "--cost-cap") == 0) {
-        if ((d = cli_parse_seconds(v)) <= 0) {
-            cli_usage("--cost-cap needs a positive amount");
-            return -1;
-        }
-        o->cost_cap = d;
     } else if (strcmp(a, "--archive") == 0) {
         o->archive = v;
     } else {
@@ -290,7 +342,7 @@ int cli_cmd_run(int argc, char **argv)
 {
     struct kevo_run_opts o;
     struct show sh = { 0, isatty(2), 0 };
-    int gpus[MAX_GPUS], rc = 0;
+    int gpus[CLI_MAX_GPUS], rc = 0;
     const char **seeds = calloc((size_t)argc + 1, sizeof *seeds), *task = NULL;
     const char **models = calloc((size_t)argc + 65, sizeof *models), *config = NULL;
     char *json = NULL, *msg = NULL;
@@ -338,7 +390,7 @@ int cli_cmd_run(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
-    signal(SIGINT, on_sigint);
+    catch_stop_signals();
     enum kevo_status st = kevo_run(task, &o, on_event, &sh, &stop_flag, &id, &json, &msg);
     json_decref(cfg);
     clear_status(&sh);
@@ -365,13 +417,14 @@ static void print_runs(json_t *doc)
 {
     size_t i;
     json_t *r;
-    printf("archive: %s\n%5s  %-28s %-8s %6s %6s %6s  %s\n", cli_str(doc, "archive", "?"), "id",
+    printf("archive: %s\n%5s  %-28s %-11s %6s %6s %6s  %s\n", cli_str(doc, "archive", "?"), "id",
            "task", "status", "cands", "ok", "best", "path");
     json_array_foreach(json_object_get(doc, "runs"), i, r) {
         char t[32] = "-";
         if (cli_num(r, "best_score") > 0)
             cli_fmt_time(t, sizeof t, cli_num(r, "best_score"));
-        printf("%5d  %-28s %-8s %6d %6d %10s  %s\n", (int)cli_num(r, "id"), cli_str(r, "task", "?"),
+        printf("%5d  %-28s %-11s %6d %6d %10s  %s\n", (int)cli_num(r, "id"),
+               cli_str(r, "task", "?"),
                cli_str(r, "status", "?"), (int)cli_num(r, "n_candidates"), (int)cli_num(r, "n_ok"),
                t, cli_str(r, "path", ""));
     }
@@ -386,8 +439,13 @@ static void print_run(json_t *r)
            cli_str(r, "task", "?"), cli_str(r, "path", "?"), cli_str(r, "status", "?"),
            (int)cli_num(r, "candidates"), (int)cli_num(r, "evaluated"), (int)cli_num(r, "ok"));
     json_t *rep = json_object_get(r, "report");
-    if (json_is_object(rep))
+    if (json_is_object(rep)) {
         printf("stopped by: %s\n", cli_str(rep, "reason", "?"));
+        cli_print_best(json_object_get(rep, "best"));
+    }
+    if (strcmp(cli_str(r, "status", ""), "interrupted") == 0)   /* its controller died */
+        printf("its kevo process (pid %d) is gone: kevo run --resume %d goes on\n",
+               (int)cli_num(json_object_get(r, "owner"), "pid"), (int)cli_num(r, "id"));
     print_llm_models(json_object_get(r, "llm_models"));
     printf("lineage of the best (newest first):\n");
     json_array_foreach(json_object_get(r, "lineage_of_best"), i, e) {
@@ -410,26 +468,35 @@ static void print_run(json_t *r)
 int cli_cmd_runs(int argc, char **argv)
 {
     const char *archive = NULL;
-    int as_json = 0;
-    long id = 0;
+    int as_json = 0, cands = 0;
+    int64_t id = 0;
     char *json = NULL, *msg = NULL;
 
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             as_json = 1;
+        else if (strcmp(argv[i], "--candidates") == 0)
+            cands = 1;
         else if (strcmp(argv[i], "--archive") == 0 && i + 1 < argc)
             archive = argv[++i];
-        else if ((id = cli_parse_count(argv[i])) <= 0)
-            return cli_usage("runs takes a run id");
+        else if (id || argv[i][0] == '-')
+            return cli_usage("runs takes a run id [--archive PATH] [--json]");
+        else if (cli_parse_int("run id", argv[i], 1, INT64_MAX, &id))
+            return EXIT_USAGE;
     }
-    enum kevo_status st = kevo_runs_json(archive, id, &json, &msg);
+    if (cands && !id)
+        return cli_usage("runs --candidates takes a run id");
+    enum kevo_status st = cands ? kevo_runs_cands_json(archive, id, &json, &msg)
+                                : kevo_runs_json(archive, id, &json, &msg);
     if (st) {
         fprintf(stderr, "kevo: %s\n", msg ? msg : kevo_status_name(st));
     } else if (as_json) {
         printf("%s\n", json);
     } else {
         json_t *doc = json_loads(json, 0, NULL);
-        if (id)
+        if (cands)
+            cli_print_cands(doc);
+        else if (id)
             print_run(doc);
         else
             print_runs(doc);
@@ -443,7 +510,7 @@ int cli_cmd_runs(int argc, char **argv)
 int cli_cmd_export(int argc, char **argv)
 {
     const char *archive = NULL, *dir = NULL;
-    long id = 0;
+    int64_t id = 0;
     char *msg = NULL;
 
     for (int i = 0; i < argc; i++) {
@@ -451,8 +518,10 @@ int cli_cmd_export(int argc, char **argv)
             archive = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             dir = argv[++i];
-        else if ((id = cli_parse_count(argv[i])) <= 0)
+        else if (id || argv[i][0] == '-')
             return cli_usage("export takes a run id and --out DIR");
+        else if (cli_parse_int("run id", argv[i], 1, INT64_MAX, &id))
+            return EXIT_USAGE;
     }
     if (!id || !dir)
         return cli_usage("export takes a run id and --out DIR");

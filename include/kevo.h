@@ -48,7 +48,7 @@ enum kevo_status {
     KEVO_STATUS_COUNT      /* never use */
 };
 
-/* Every evaluation ends in exactly one verdict (../design/HARNESS.md). Append-only. */
+/* Every evaluation ends in exactly one verdict (docs/harness.md). Append-only. */
 enum kevo_verdict {
     KEVO_VERDICT_OK = 0,
     KEVO_VERDICT_COMPILE_ERROR,    /* 1 */
@@ -74,6 +74,17 @@ KEVO_NODISCARD enum kevo_status kevo_verdict_parse(const char *name, enum kevo_v
 
 /* Release memory that kevo allocated for the caller. */
 void kevo_free(void *p);
+
+/*
+ * The directory of kevo's run-time data: prompts/, docs/playbook/, prices.json, tasks/ and
+ * examples/seeds/, laid out as in the source tree. Found once per process, by the first
+ * rule that applies: $KEVO_DATA_DIR; share/kevo beside the executable (BINDIR/../share/kevo,
+ * where `make install` puts it) when it exists; the source tree when the executable lies in
+ * it (a build in a checkout); the compiled-in PREFIX/share/kevo when it exists; else the
+ * source tree kevo was built from. *out_rule (may be NULL) says which rule found it. Both
+ * strings live as long as the process. Thread-safe.
+ */
+const char *kevo_data_dir(const char **out_rule);
 
 /* ---- logging: the library never prints; the CLI installs a logger ---- */
 enum kevo_log_level { KEVO_LOG_ERROR = 0, KEVO_LOG_WARN, KEVO_LOG_INFO, KEVO_LOG_DEBUG };
@@ -111,7 +122,8 @@ KEVO_NODISCARD enum kevo_status kevo_check_file(const char *path, const char *ta
  * Evaluate the task's reference and each candidate, returning a JSON document
  * (docs/eval-json.md) as a string the caller frees with kevo_free. A candidate's failure
  * is a verdict inside the document, never a non-OK status; a non-OK status means kevo
- * itself could not evaluate (bad task, no worker, ...), with *out_msg set.
+ * itself could not evaluate (bad task, no worker, ...), with *out_msg set. A reference
+ * whose own verdict is not ok judges no candidate: the document then has none.
  */
 KEVO_NODISCARD enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_paths,
                                                int n_cands, const struct kevo_eval_opts *opts,
@@ -158,10 +170,12 @@ struct kevo_run_opts {
     int n_models;                 /* LLM models ("openai:gpt-5@URL*2", docs/llm.md); none: */
     const char *const *models;    /*   the operators that need no LLM only */
     int llm_concurrency;          /* LLM calls in flight; 0: 4 */
-    const char *prompts_dir;      /* NULL: $KEVO_PROMPTS, else the source tree's prompts/ */
-    const char *playbook_dir;     /* NULL: the source tree's docs/playbook/ */
+    const char *prompts_dir;      /* NULL: $KEVO_PROMPTS, else the data directory's prompts/
+                                     (kevo_data_dir) */
+    const char *playbook_dir;     /* NULL: the data directory's docs/playbook/ */
     int offline;                  /* 1: LLM replies only from the archive's response cache */
-    const char *prices;           /* price table; NULL: $KEVO_PRICES, else the tree's prices.json */
+    const char *prices;           /* price table; NULL: $KEVO_PRICES, else the data
+                                     directory's prices.json */
     int64_t replay;               /* run it again from its archive record: same decisions,
                                      recorded results and replies (no GPU, no network); the
                                      options above are the original's (prompts_dir and
@@ -172,9 +186,11 @@ void kevo_run_opts_default(struct kevo_run_opts *o);
 typedef void (*kevo_run_event_fn)(void *user, const char *event_json);
 /*
  * Run (or resume) a search; *out_json is the final report (kevo_free it) and *run_id the
- * run's id (set as soon as the run exists, so an interrupted caller can name it).
- * *stop, when not NULL, is polled: set it (e.g. from a SIGINT handler) to stop at the next
- * result; the run is then "stopped" and resumable. A non-OK status means kevo could not
+ * run's id (set as soon as the run exists, so an interrupted caller can name it; 0 for a
+ * resume refused before its session began: a done run without a larger budget, a run
+ * still running in a live process of this host). *stop, when not NULL, is polled: set it
+ * (e.g. from a SIGINT, SIGTERM or SIGHUP handler) to stop at the next result; the run is
+ * then "stopped" and resumable. A non-OK status means kevo could not
  * run (bad task or seed, archive unusable, no worker), with *out_msg set. A replay that
  * did not reproduce its run is KEVO_ERR_DIVERGED, *out_msg naming the first difference
  * (and *out_json set when the replay got to its end).
@@ -188,6 +204,27 @@ KEVO_NODISCARD enum kevo_status kevo_run(const char *task_path, const struct kev
 KEVO_NODISCARD enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json,
                                                char **out_msg);
 /*
+ * `kevo runs ID --candidates`: every candidate of run id, oldest first, as JSON
+ * (kevo_free it): {"run", "task", "path", "reference": [{"index", "sizes", "time_s"}] (from
+ * the run's report; [] while it has none), "candidates": [{"id", "op", "parents": [ids],
+ * "verdict" ("pending" before it has one), "score_s", "sol_fraction", "speedup" (geomeans
+ * over the workloads), "improved", "workloads": [{"index", "sizes", "time_s",
+ * "sol_fraction", "speedup"}], "message" (failed candidates; null for the others)}]}.
+ * Figures kevo did not measure are null. KEVO_ERR_NOTFOUND for an unknown run.
+ */
+KEVO_NODISCARD enum kevo_status kevo_runs_cands_json(const char *archive, int64_t id,
+                                                     char **out_json, char **out_msg);
+/*
+ * `kevo show CAND`: candidate id of the archive as JSON (kevo_free it): the fields of a
+ * kevo_runs_cands_json entry (its message always), and "run", "task", "island", "cell",
+ * "generation", "params", "flags", "evidence", "compile_log", "resources" (of its eval
+ * result, docs/eval-json.md; null while pending), "holdout" ({"verdict", "message"} of the
+ * held-out gate, or null) and "source" (its text, params as the run chose them).
+ * KEVO_ERR_NOTFOUND for an unknown candidate, *out_msg naming it.
+ */
+KEVO_NODISCARD enum kevo_status kevo_show_json(const char *archive, int64_t id, char **out_json,
+                                               char **out_msg);
+/*
  * `kevo models check`: one tiny request per LLM model spec (docs/llm.md "Checking
  * models"). *out_json (kevo_free it): {"ok": every model passed, "prices": the price
  * table's path, "models": [{"model": spec, "ok", "stage" (what failed: "spec", "key",
@@ -196,7 +233,7 @@ KEVO_NODISCARD enum kevo_status kevo_runs_json(const char *archive, int64_t id, 
  * "price_known", "tokens_in", "tokens_out", "adapted", "note", "diagnosis" (one line)}]}.
  * A model that fails is an entry, never a non-OK status; a non-OK status means nothing was
  * checked (no spec, a named price table that does not parse), with *out_msg set. prices:
- * as kevo_run_opts.prices (NULL: $KEVO_PRICES, else the source tree's prices.json).
+ * as kevo_run_opts.prices (NULL: $KEVO_PRICES, else the data directory's prices.json).
  */
 KEVO_NODISCARD enum kevo_status kevo_models_check_json(const char *const *specs, int n_specs,
                                                        const char *prices, char **out_json,
@@ -217,7 +254,8 @@ KEVO_NODISCARD enum kevo_status kevo_exchange_pending(const char *archive, int64
                                                       char **out_jsonl, int *n_out,
                                                       char **out_msg);
 struct kevo_exchange_opts {
-    const char *prices;           /* price table; NULL: $KEVO_PRICES, else the tree's */
+    const char *prices;           /* price table; NULL: $KEVO_PRICES, else the data
+                                     directory's prices.json */
     double cost_cap;              /* spending cap of this answer session; 0: none */
     int concurrency;              /* calls in flight; 0: 4 */
     const char *const *models;    /* the specs of this machine's models (--model, --config):

@@ -1,6 +1,6 @@
 /*
  * harness.cu - the device half of kevo's timing protocol (docs/internals/backend_cuda.md,
- * ../shared/reference/timing.md section 1.3/1.9). Compiled at run time with NVRTC by
+ * docs/harness.md "Timing"). Compiled at run time with NVRTC by
  * backend_cuda (embedded as build/gen/harness.cu.inc), once per backend open.
  *
  *   kevo_harness_block      one thread that spins until the host sets *release, so every

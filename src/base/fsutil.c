@@ -54,7 +54,7 @@ int kevo_fs_mkdirs(const char *dir, mode_t mode)
 
     if (!d || !*d) {
         kevo_free(d);
-        errno = EINVAL;
+        errno = d ? EINVAL : ENOMEM;
         return -1;
     }
     for (char *s = d + 1; !rc; s++) {

@@ -180,6 +180,22 @@ KEVO_NODISCARD enum kevo_status kevo_task_env(const struct kevo_task *task, int 
                                               const struct kevo_task *cand,
                                               const int64_t *param_values,
                                               struct kevo_env *env, char **out_msg);
+/* What kevo_task_each_env calls for each environment; sfx names it for messages
+ * (" for the workload at line 4 of task.c with B=128"). Non-OK stops the walk. */
+typedef enum kevo_status (*kevo_env_visit_fn)(void *user, const struct kevo_env *env,
+                                              const char *sfx);
+/*
+ * Call visit for every environment a file is checked under when it is parsed: a task's
+ * (cand NULL) every workload, holdouts included; a candidate's under the task's visible
+ * workloads only (no message may reveal a held-out size) with its param combinations, all
+ * of them or, past a budget counted in `cost` per visit, the defaults and each value alone.
+ * Returns the first non-OK status of visit; *out_msg is set only when an environment
+ * itself could not be built.
+ */
+KEVO_NODISCARD enum kevo_status kevo_task_each_env(const struct kevo_task *task,
+                                                   const struct kevo_task *cand, long cost,
+                                                   kevo_env_visit_fn visit, void *user,
+                                                   char **out_msg);
 /* Evaluate an expression text under env. */
 KEVO_NODISCARD enum kevo_status kevo_env_eval(const struct kevo_env *env, const char *text,
                                               int64_t *out, char **out_msg);

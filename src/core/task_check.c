@@ -547,29 +547,40 @@ enum kevo_status kevo_task_check_workloads(struct parser *p)
     return st;
 }
 
+/* A walk over the environments a candidate is checked under: visit(user, env, sfx) for
+ * each, sfx naming the workload (and param values) for messages; per is the cost of one
+ * visit against TASK_EVAL_BUDGET. */
+struct env_walk {
+    const struct kevo_task *task, *cand;
+    long per;
+    struct kevo_buf *msg;         /* env_build's errors */
+    enum kevo_status (*visit)(void *user, const struct kevo_env *env, const char *sfx);
+    void *user;
+};
+
 /* One candidate combination: params `vals` under task workload w. */
-static enum kevo_status eval_combo(struct parser *p, int w, const int64_t *vals)
+static enum kevo_status eval_combo(const struct env_walk *wk, int w, const int64_t *vals)
 {
-    const struct kevo_task *c = p->t;
+    const struct kevo_task *c = wk->cand;
     struct kevo_env env;
     char sfx[512];
     size_t o;
-    enum kevo_status st = env_build(p->task, w, c, vals, &env, &p->msg);
+    enum kevo_status st = env_build(wk->task, w, c, vals, &env, wk->msg);
 
     if (st)
         return st == KEVO_ERR_NOMEM ? st : KEVO_ERR_INVALID;
     o = (size_t)snprintf(sfx, sizeof sfx, " for the workload at line %d of %s%s",
-                         p->task->workloads[w].line, p->task->path, c->n_params ? " with" : "");
+                         wk->task->workloads[w].line, wk->task->path, c->n_params ? " with" : "");
     for (int i = 0; i < c->n_params && o < sizeof sfx; i++)
         o += (size_t)snprintf(sfx + o, sizeof sfx - o, " %s=%lld", c->params[i].name,
                               (long long)vals[i]);
-    return eval_recs(p, &env, sfx);
+    return wk->visit(wk->user, &env, sfx);
 }
 
 /* Every combination after the defaults (idx all 0), in odometer order. */
-static enum kevo_status eval_odometer(struct parser *p, int w, int *idx, int64_t *vals)
+static enum kevo_status eval_odometer(const struct env_walk *wk, int w, int *idx, int64_t *vals)
 {
-    const struct kevo_task *c = p->t;
+    const struct kevo_task *c = wk->cand;
     enum kevo_status st = KEVO_OK;
 
     while (!st) {
@@ -582,7 +593,7 @@ static enum kevo_status eval_odometer(struct parser *p, int w, int *idx, int64_t
         if (i == c->n_params)
             break;
         vals[i] = c->params[i].values[idx[i]];
-        st = eval_combo(p, w, vals);
+        st = eval_combo(wk, w, vals);
     }
     return st;
 }
@@ -594,12 +605,12 @@ static enum kevo_status eval_odometer(struct parser *p, int w, int *idx, int64_t
  * the defaults plus each value of each param with the others at their defaults, while
  * the budget lasts. The evaluator still checks every combination it runs.
  */
-enum kevo_status kevo_task_check_candidate(struct parser *p)
+static enum kevo_status walk_candidate(const struct env_walk *wk)
 {
-    const struct kevo_task *c = p->t;
+    const struct kevo_task *c = wk->cand;
     int64_t vals[TASK_MAX_ENV];
     int idx[TASK_MAX_ENV];
-    long combos = 1, spent = 0, per = p->n_recs + 1, n_vis = 0;
+    long combos = 1, spent = 0, per = wk->per, n_vis = 0;
     enum kevo_status st = KEVO_OK;
 
     for (int i = 0; i < c->n_params; i++) {
@@ -607,24 +618,24 @@ enum kevo_status kevo_task_check_candidate(struct parser *p)
         if (combos > TASK_MAX_COMBOS)
             combos = TASK_MAX_COMBOS + 1;
     }
-    for (int w = 0; w < p->task->n_workloads; w++)
-        n_vis += !p->task->workloads[w].holdout;
+    for (int w = 0; w < wk->task->n_workloads; w++)
+        n_vis += !wk->task->workloads[w].holdout;
     int full = combos <= TASK_MAX_COMBOS && combos * per * n_vis <= TASK_EVAL_BUDGET;
-    for (int w = 0; !st && w < p->task->n_workloads; w++) {
-        if (p->task->workloads[w].holdout)
+    for (int w = 0; !st && w < wk->task->n_workloads; w++) {
+        if (wk->task->workloads[w].holdout)
             continue;
         for (int i = 0; i < c->n_params; i++) {
             idx[i] = 0;
             vals[i] = c->params[i].values[0];
         }
-        st = eval_combo(p, w, vals);
+        st = eval_combo(wk, w, vals);
         spent += per;
         if (full && !st)
-            st = eval_odometer(p, w, idx, vals);
+            st = eval_odometer(wk, w, idx, vals);
         for (int i = 0; !full && i < c->n_params; i++) {
             for (int j = 1; !st && j < c->params[i].n_values && spent < TASK_EVAL_BUDGET; j++) {
                 vals[i] = c->params[i].values[j];
-                st = eval_combo(p, w, vals);
+                st = eval_combo(wk, w, vals);
                 spent += per;
             }
             vals[i] = c->params[i].values[0];
@@ -633,6 +644,45 @@ enum kevo_status kevo_task_check_candidate(struct parser *p)
     return st;
 }
 
+static enum kevo_status visit_recs(void *user, const struct kevo_env *env, const char *sfx)
+{
+    return eval_recs(user, env, sfx);
+}
+
+enum kevo_status kevo_task_check_candidate(struct parser *p)
+{
+    struct env_walk wk = { .task = p->task, .cand = p->t, .per = p->n_recs + 1, .msg = &p->msg,
+                           .visit = visit_recs, .user = p };
+    return walk_candidate(&wk);
+}
+
+enum kevo_status kevo_task_each_env(const struct kevo_task *task, const struct kevo_task *cand,
+                                    long cost, kevo_env_visit_fn visit, void *user,
+                                    char **out_msg)
+{
+    struct env_walk wk = { .task = task, .cand = cand, .per = cost > 0 ? cost : 1,
+                           .visit = visit, .user = user };
+    struct kevo_buf b;
+    struct kevo_env env;
+    char sfx[64];
+    enum kevo_status st = KEVO_OK;
+
+    *out_msg = NULL;
+    kevo_buf_init(&b, TASK_MSG_MAX);
+    wk.msg = &b;
+    if (cand)
+        st = walk_candidate(&wk);
+    for (int w = 0; !cand && !st && w < task->n_workloads; w++) {
+        st = env_build(task, w, NULL, NULL, &env, &b);
+        snprintf(sfx, sizeof sfx, " for the workload at line %d", task->workloads[w].line);
+        if (!st)
+            st = visit(user, &env, sfx);
+    }
+    if (st && kevo_buf_str(&b)[0])
+        *out_msg = take_msg(&b, st);
+    kevo_buf_free(&b);
+    return st;
+}
 
 void kevo_task_tol(const struct kevo_task *task, const char *name, enum kevo_dtype dt,
                    double *rtol, double *atol)

@@ -1,6 +1,6 @@
 /*
  * timing - the statistics and the adaptive sampling loop of the timing protocol
- * (../shared/design/HARNESS.md "Timing", ../shared/reference/timing.md §1.8).
+ * (docs/harness.md "Timing").
  *
  * The loop knows nothing about devices: it calls a sample function per sample (one timed
  * batch of one "arm", i.e. the candidate or the reference) and decides when to stop. With

@@ -1,5 +1,5 @@
 /*
- * verify - the pieces of the correctness protocol (../shared/design/HARNESS.md), as pure
+ * verify - the pieces of the correctness protocol (docs/harness.md), as pure
  * host functions so each rule is testable without a device: seeds and the input
  * generator, poison and canary patterns, guard checks, the tolerance comparison, the
  * unwritten / nondeterminism / degenerate checks. eval.c drives them against a backend.

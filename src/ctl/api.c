@@ -11,6 +11,7 @@
 #include "ctl/pool.h"
 #include "ctl/sigcheck.h"
 #include "core/result.h"
+#include "core/rules.h"
 #include "core/sol.h"
 #include "core/task.h"
 #include "base/clock.h"
@@ -106,6 +107,8 @@ enum kevo_status kevo_check_file(const char *path, const char *task_path, char *
             goto out;
     }
     st = kevo_sig_check(task, cand, out_msg);
+    if (!st)   /* what an evaluation would refuse before running anything */
+        st = kevo_rules_check(task, cand, out_msg);
     if (!st)
         st = compile_only(task, cand, out_msg);
 out:
@@ -298,7 +301,11 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
     if (ref_h.doc)
         json_object_set(ref, "holdout", ref_h.doc);
     cands = json_array();
-    for (int i = 0; i < n_cands && !fatal; i++) {
+    /* A reference that fails its own evaluation cannot judge anyone: its failure (a crash
+     * of its run, say) would only be reported again as each candidate's. */
+    int ref_ok = ref_r.verdict == KEVO_VERDICT_OK &&
+                 (!ref_h.doc || ref_h.verdict == KEVO_VERDICT_OK);
+    for (int i = 0; i < n_cands && !fatal && ref_ok; i++) {
         json_t *c = eval_candidate(&e, task, cand_paths[i], &fatal, out_msg);
         if (c)
             json_array_append_new(cands, c);

@@ -23,6 +23,7 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/proc.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -327,17 +328,41 @@ out:
 
 /* ---- runs ---- */
 
+/* The owner's pid, host and start as parameters i, i + 1, i + 2 (NULL where unknown). */
+static void bind_owner(struct ar_bind *b, int i, const struct kevo_proc_id *p)
+{
+    if (p->pid > 0)
+        ar_b_int(b, i, p->pid);
+    ar_b_text(b, i + 1, p->host[0] ? p->host : NULL);
+    if (p->start > 0)
+        ar_b_int(b, i + 2, p->start);
+}
+
+/* Columns i, i + 1, i + 2 of s (pid, host, start; 0 and NULL where unknown) into p. */
+static void col_owner(sqlite3_stmt *s, int i, struct kevo_proc_id *p)
+{
+    const char *host = (const char *)sqlite3_column_text(s, i + 1);
+
+    memset(p, 0, sizeof *p);
+    p->pid = sqlite3_column_int64(s, i);
+    if (host)
+        snprintf(p->host, sizeof p->host, "%s", host);
+    p->start = sqlite3_column_int64(s, i + 2);
+}
+
 enum kevo_status kevo_archive_run_create(struct kevo_archive *a, const char *task_name,
                                          const char *task_path, const char *task_text,
                                          size_t task_len, const char *config_json, int64_t *id)
 {
     char hash[KEVO_HASH_HEX];
     sqlite3_stmt *s = NULL;
+    struct kevo_proc_id me;
     struct ar_bind b;
     enum kevo_status st;
 
     KEVO_ASSERT(a && task_name && (task_text || !task_len) && id);
     *id = 0;
+    kevo_proc_self(&me);
     st = ar_tx_begin(a);
     if (st != KEVO_OK)
         return st;
@@ -352,6 +377,7 @@ enum kevo_status kevo_archive_run_create(struct kevo_archive *a, const char *tas
     ar_b_text(&b, 3, hash);
     ar_b_text(&b, 4, config_json ? config_json : "{}");
     ar_b_real(&b, 5, ar_now_s());
+    bind_owner(&b, 6, &me);
     st = ar_bound(a, &b);
     if (st == KEVO_OK)
         st = ar_exec_done(a, s, "creating a run");
@@ -408,6 +434,7 @@ static enum kevo_status run_fill(struct kevo_archive *a, sqlite3_stmt *s,
     out->started = sqlite3_column_double(s, 7);
     out->updated = sqlite3_column_double(s, 8);
     out->sessions = sqlite3_column_int(s, 9);
+    col_owner(s, 10, &out->owner);
     return KEVO_OK;
 }
 
@@ -437,6 +464,7 @@ enum kevo_status kevo_archive_run_get(struct kevo_archive *a, int64_t id,
 enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
                                          enum kevo_run_status status, const char *result_json)
 {
+    struct kevo_proc_id me;
     struct ar_bind b;
     enum kevo_status st;
 
@@ -451,6 +479,8 @@ enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
     ar_b_text(&b, 2, run_status_names[status]);
     ar_b_text(&b, 3, result_json);
     ar_b_real(&b, 4, ar_now_s());
+    kevo_proc_self(&me);   /* the owner of a session that starts (status RUNNING) */
+    bind_owner(&b, 5, &me);
     st = ar_write_stmt(a, &b, "finishing a run");
     if (st == KEVO_OK && sqlite3_changes(a->db) == 0)
         st = ar_fail(a, KEVO_ERR_NOTFOUND, "finishing run %lld: no such run", (long long)id);
@@ -462,8 +492,10 @@ static int runs_row(sqlite3_stmt *s, json_t *arr)
 {
     json_t *o = json_object();
     const char *path = (const char *)sqlite3_column_text(s, 2);
+    struct kevo_proc_id own;
     int bad = !o;
 
+    col_owner(s, 9, &own);
     bad |= json_object_set_new(o, "id", json_integer(sqlite3_column_int64(s, 0)));
     bad |= json_object_set_new(o, "task", json_string((const char *)sqlite3_column_text(s, 1)));
     bad |= json_object_set_new(o, "path", path ? json_string(path) : json_null());
@@ -476,6 +508,10 @@ static int runs_row(sqlite3_stmt *s, json_t *arr)
     bad |= json_object_set_new(o, "best_score", sqlite3_column_type(s, 8) == SQLITE_NULL
                                                     ? json_null()
                                                     : json_real(sqlite3_column_double(s, 8)));
+    bad |= json_object_set_new(o, "owner", own.pid <= 0 ? json_null()
+                               : json_pack("{s:I, s:s?, s:I}", "pid", (json_int_t)own.pid,
+                                           "host", own.host[0] ? own.host : NULL, "start",
+                                           (json_int_t)own.start));
     bad |= json_array_append_new(arr, o);
     return bad;
 }

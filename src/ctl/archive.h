@@ -28,11 +28,12 @@
 #define KEVO_ARCHIVE_H
 
 #include "kevo.h"
+#include "base/proc.h"
 #include "base/sha.h"
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEVO_ARCHIVE_SCHEMA 4          /* the schema version this kevo writes */
+#define KEVO_ARCHIVE_SCHEMA 5          /* the schema version this kevo writes */
 
 struct kevo_archive;                   /* opaque */
 
@@ -66,10 +67,15 @@ struct kevo_run_rec {
     enum kevo_run_status status;
     double started, updated;           /* Unix seconds */
     int sessions;                      /* 1 + the times it was resumed */
+    struct kevo_proc_id owner;         /* the process that ran its latest session (schema 5;
+                                          zeroes in older rows): while the status says
+                                          RUNNING, kevo_proc_check tells whether it still
+                                          does */
 };
 void kevo_archive_run_clear(struct kevo_run_rec *r);
 
-/* A new run (status RUNNING) for the task text (stored in sources). */
+/* A new run (status RUNNING) for the task text (stored in sources), owned by the calling
+ * process (kevo_proc_self). */
 KEVO_NODISCARD enum kevo_status kevo_archive_run_create(struct kevo_archive *a,
                                                         const char *task_name,
                                                         const char *task_path,
@@ -79,12 +85,14 @@ KEVO_NODISCARD enum kevo_status kevo_archive_run_get(struct kevo_archive *a, int
                                                      struct kevo_run_rec *out);
 /* Status and (optional, may be NULL: the stored one stays) result; updates `updated`
  * (which also follows candidate activity: the run's last write). Status RUNNING is how a
- * resumed run starts its next session: it counts one more session. */
+ * resumed run starts its next session: it counts one more session, owned by the calling
+ * process (kevo_proc_self). */
 KEVO_NODISCARD enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
                                                         enum kevo_run_status st,
                                                         const char *result_json);
 /* Every run, newest first, as a JSON array text of {id, task, path, status, started,
- * updated, n_candidates, n_ok, best_score} (kevo_free it). */
+ * updated, n_candidates, n_ok, best_score, owner: {pid, host, start} or null when not
+ * recorded} (kevo_free it). The status is the stored one. */
 KEVO_NODISCARD enum kevo_status kevo_archive_runs_json(struct kevo_archive *a, char **out_json);
 
 /* ---- candidates ---- */

@@ -171,6 +171,12 @@ const char *const kevo_archive_migrations[] = {
     "  model            TEXT,"
     "  source           TEXT,"
     "  created          REAL NOT NULL);",
+    /* 4 -> 5: the process that runs a run (its latest session): a run left `running` by
+     * a controller that died shows as interrupted (docs/archive.md "runs"); NULL in rows
+     * of older files, which then cannot be told from a live run */
+    "ALTER TABLE runs ADD COLUMN owner_pid INTEGER;"
+    "ALTER TABLE runs ADD COLUMN owner_host TEXT;"
+    "ALTER TABLE runs ADD COLUMN owner_start INTEGER;",
 };
 _Static_assert(sizeof kevo_archive_migrations / sizeof kevo_archive_migrations[0] == KEVO_ARCHIVE_SCHEMA,
                "one migration step per schema version");
@@ -188,16 +194,22 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
                    " ON CONFLICT(hash) DO NOTHING",
     [S_SRC_GET]  = "SELECT text, length FROM sources WHERE hash = ?1",
     [S_RUN_ADD]  = "INSERT INTO runs(task_name, task_path, task_hash, config_json, status,"
-                   " started, updated) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5)",
+                   " started, updated, owner_pid, owner_host, owner_start)"
+                   " VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?5, ?6, ?7, ?8)",
     [S_RUN_GET]  = "SELECT id, task_name, task_path, task_hash, config_json, result_json,"
-                   " status, started, updated, sessions FROM runs WHERE id = ?1",
-    /* back to running: a resumed run's next session */
+                   " status, started, updated, sessions, coalesce(owner_pid, 0), owner_host,"
+                   " coalesce(owner_start, 0) FROM runs WHERE id = ?1",
+    /* back to running: a resumed run's next session, run by the process that says so */
     [S_RUN_FINISH] = "UPDATE runs SET status = ?2, result_json = coalesce(?3, result_json),"
-                     " updated = ?4, sessions = sessions + (?2 = 'running')"
+                     " updated = ?4, sessions = sessions + (?2 = 'running'),"
+                     " owner_pid = CASE ?2 WHEN 'running' THEN ?5 ELSE owner_pid END,"
+                     " owner_host = CASE ?2 WHEN 'running' THEN ?6 ELSE owner_host END,"
+                     " owner_start = CASE ?2 WHEN 'running' THEN ?7 ELSE owner_start END"
                      " WHERE id = ?1",
     [S_RUNS]     = "SELECT r.id, r.task_name, r.task_path, r.status, r.started, r.updated,"
                    " r.n_cands, r.n_ok, (SELECT min(c.score) FROM candidates c"
-                   "  WHERE c.run_id = r.id AND c.verdict = 'ok')"
+                   "  WHERE c.run_id = r.id AND c.verdict = 'ok'),"
+                   " coalesce(r.owner_pid, 0), r.owner_host, coalesce(r.owner_start, 0)"
                    " FROM runs r ORDER BY r.id DESC",
     [S_CAND_ADD] = "INSERT INTO candidates(run_id, key, source_hash, parent1, parent2, op,"
                    " params_json, flags_json, descriptors_json, island, cell, generation,"

@@ -34,9 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
 #define SHOWN_ERRORS 20                /* bad lines named in one message */
 #define HASH_SHOWN 12                  /* prompt hash digits in a call id */
 #define OUT_MAX ((size_t)1 << 30)      /* the pending lines of one run */

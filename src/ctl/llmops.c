@@ -11,10 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
-
 #define MAX_THREADS 32
 
 const char *const kevo_llmop_names[KEVO_LLMOP_COUNT] = {
@@ -359,8 +355,9 @@ enum kevo_status kevo_prices_load(const char *opt, json_t **out, char **path, ch
 {
     const char *env = getenv("KEVO_PRICES");
     int named = opt || (env && *env);
-    char *file = opt ? kevo_strdup(opt) : named ? kevo_strdup(env)
-                                                : kevo_strdupf("%s/prices.json", KEVO_SOURCE_DIR);
+    char *file = opt     ? kevo_strdup(opt)
+                 : named ? kevo_strdup(env)
+                         : kevo_strdupf("%s/prices.json", kevo_data_dir(NULL));
     json_error_t e;
 
     *out = NULL;

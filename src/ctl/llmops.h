@@ -118,8 +118,9 @@ const struct kevo_llm_model *kevo_llmops_model(const struct kevo_llmops *o, int 
 /* ---- the price table (docs/llm.md "Cost"), one reading for run, check and answer ---- */
 
 /*
- * The table: opt (a file), else $KEVO_PRICES, else the source tree's prices.json. *out is a
- * new reference, NULL when the tree's own table is missing (then nothing has a price). A
+ * The table: opt (a file), else $KEVO_PRICES, else the data directory's prices.json
+ * (kevo_data_dir). *out is a new reference, NULL when that table is missing (then nothing
+ * has a price). A
  * table named by opt or the environment that cannot be read is KEVO_ERR_PARSE with *msg
  * "PATH:LINE: what" (kevo_free). *path (kevo_free; may be NULL) names the file used.
  */

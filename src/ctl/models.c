@@ -18,9 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
 #define DIAG_MAX 600                  /* a diagnosis line, at most */
 
 void kevo_models_result_clear(struct kevo_models_result *res)

@@ -21,15 +21,12 @@
 #include "ctl/run_llm.h"
 #include "core/result.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
 
 struct kevo_replay {
     int64_t of;                        /* the original run */
@@ -43,6 +40,8 @@ struct kevo_replay {
     int64_t stop_step;
     int stop_waiting, stop_given;
     struct job *jobs;                  /* sent and not yet matched with a step, in order */
+    char prompts[PATH_MAX];            /* the data directory's prompts/ and docs/playbook/, */
+    char playbook[PATH_MAX];           /*   for a run that named neither */
 };
 
 static struct kevo_replay *rp(const struct runctx *r)
@@ -189,11 +188,12 @@ static void replay_opts(struct runctx *r)
     e->llm_concurrency = (int)cfg_i(r, "llm_concurrency");
     e->offline = json_is_true(json_object_get(r->set.cfg, "offline"));
     e->holdout_tries = (int)cfg_i(r, "holdout_tries");
-    /* this session's may differ; else the original's, else the tree's (never the
-     * environment of the replay's shell: the original's was recorded when it was set) */
-    e->prompts_dir = e->prompts_dir ? e->prompts_dir : pd ? pd : KEVO_SOURCE_DIR "/prompts";
-    e->playbook_dir = e->playbook_dir ? e->playbook_dir : bd ? bd
-                                                             : KEVO_SOURCE_DIR "/docs/playbook";
+    /* this session's may differ; else the original's, else the data directory's (never
+     * the environment of the replay's shell: the original's was recorded when it was set) */
+    snprintf(rp(r)->prompts, PATH_MAX, "%s/prompts", kevo_data_dir(NULL));
+    snprintf(rp(r)->playbook, PATH_MAX, "%s/docs/playbook", kevo_data_dir(NULL));
+    e->prompts_dir = e->prompts_dir ? e->prompts_dir : pd ? pd : rp(r)->prompts;
+    e->playbook_dir = e->playbook_dir ? e->playbook_dir : bd ? bd : rp(r)->playbook;
     e->time_s = 0;   /* the original's clock stops it (report "stop"), not ours */
     e->n_gpus = 0;
     e->gpus = NULL;

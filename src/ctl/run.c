@@ -15,12 +15,14 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "ctl/archive.h"
 #include "ctl/genome.h"
 #include "ctl/ops.h"
 #include "ctl/run_llm.h"
 #include "ctl/run_state.h"
 #include "ctl/search.h"
+#include "ctl/show.h"
 #include "ctl/steps.h"
 #include "core/result.h"
 #include "core/task.h"
@@ -37,6 +39,7 @@
 #define PER_SLOT 2                 /* jobs queued per worker slot */
 #define WAIT_TICK_S 0.5            /* status events while waiting */
 #define FALLBACK_PARENTS 32        /* best candidates tried as parents once elites are spent */
+#define EVENT_LOG_LINES 4          /* compile log lines in an eval event */
 
 /* ---- metrics of a result ---- */
 
@@ -175,8 +178,8 @@ static enum kevo_status pending_job(struct runctx *r, int64_t id, struct job **o
         j->op = kevo_run_op_index(r, c.op);
         j->model = -1;
         j->parent_score = ok_score(r, c.parent1);   /* judged as when it was proposed */
-        snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
-                 (long long)id, r->set.task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
+        snprintf(j->path, sizeof j->path, "cand%lld%s", (long long)id,
+                 r->set.task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
         *out = j;
     } else {
         kevo_run_job_free(j);
@@ -369,12 +372,19 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     kevo_search_op_result(r->loop.s, j->op, ok, improved);
     kevo_run_llm_evaluated(r, j, op_name(r, j->op), v, score, ok, improved);
     kevo_search_tick(r->loop.s);
-    kevo_run_event(r, json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event",
-                                "eval", "id", (json_int_t)j->id, "op", op_name(r, j->op),
-                                "verdict", kevo_verdict_name(v), "score_s", score,
-                                "sol_fraction", sol, "speedup", speedup, "best", best, "message",
-                                ok ? NULL : json_string_value(json_object_get(rs.doc,
-                                                                              "message"))));
+    /* the candidate by its id, not the scratch name its worker compiled it under */
+    char *why = ok ? NULL : kevo_show_message(j->id, rs.doc);
+    json_t *ev = json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event", "eval",
+                           "id", (json_int_t)j->id, "op", op_name(r, j->op), "verdict",
+                           kevo_verdict_name(v), "score_s", score, "sol_fraction", sol,
+                           "speedup", speedup, "best", best, "message", why);
+    if (v == KEVO_VERDICT_COMPILE_ERROR) {   /* what went wrong, without `kevo show` */
+        int more = 0;
+        json_object_set_new(ev, "log", kevo_show_log_head(rs.doc, EVENT_LOG_LINES, &more));
+        json_object_set_new(ev, "log_more", json_integer(more));
+    }
+    kevo_run_event(r, ev);
+    kevo_free(why);
     kevo_result_clear(&rs);
     kevo_free(metrics);
     kevo_free(res);
@@ -603,6 +613,10 @@ static json_t *best_json(struct runctx *r, int64_t id)
                   "parent", (json_int_t)c.parent1, "island", c.island, "cell", c.cell);
     json_object_set_new(j, "params", c.params_json ? json_loads(c.params_json, 0, NULL) : json_null());
     json_object_set_new(j, "flags", c.flags_json ? json_loads(c.flags_json, 0, NULL) : json_null());
+    /* score_s and the others are geomeans, which match no workload: each one's figures */
+    json_object_set_new(j, "workloads", kevo_show_workloads(c.metrics_json,
+                                                            json_object_get(r->loop.ref,
+                                                                            "workloads")));
     kevo_archive_cand_clear(&c);
     return j;
 }
@@ -704,26 +718,45 @@ static enum kevo_status new_search(struct runctx *r)
     return KEVO_OK;
 }
 
-/* A finished (done) run goes on only with a budget (this session's --budget, else its
- * own) above the evaluations it made; a stopped or killed one as it is. */
+/*
+ * Whether run r->run may have another session: a finished (done) one only with a --budget
+ * given to this session above the evaluations it made (else the refusal changes nothing:
+ * the run is not gated again and stays replayable); one still running in a live process
+ * of this host never (two controllers would write one run); a stopped or killed one as
+ * it is (a run left `running` by a controller that died included).
+ */
 static enum kevo_status resume_room(struct runctx *r)
 {
     struct kevo_run_rec rr;
-    int64_t n = 0, nd = 0, nok = 0;
-    int64_t budget = kevo_run_opt_i(r, r->o->budget, "budget", DEFAULT_BUDGET);
+    int64_t n = 0, nd = 0, nok = 0, given = r->o->budget;
     enum kevo_status st;
+    char small[64] = "", again[64] = "";
 
     memset(&rr, 0, sizeof rr);
     st = kevo_archive_run_get(r->ar, r->run, &rr);
     if (!st)
         st = kevo_archive_counts(r->ar, r->run, &n, &nd, &nok);
-    if (st)
+    if (st) {
         st = kevo_run_fail(r, st, "run %lld: %s", (long long)r->run, kevo_archive_errmsg(r->ar));
-    else if (rr.status == KEVO_RUN_DONE && budget <= nd)
-        st = kevo_run_fail(r, KEVO_ERR_INVALID, "run %lld is done: it made %lld evaluations "
-                           "of a budget of %lld; resume it with a larger --budget (more than "
-                           "%lld) to go on", (long long)r->run, (long long)nd,
-                           (long long)budget, (long long)nd);
+    } else if (rr.status == KEVO_RUN_DONE && given <= nd) {
+        json_t *rep = rr.result_json ? json_loads(rr.result_json, 0, NULL) : NULL;
+        const char *why = json_string_value(json_object_get(rep, "reason"));
+        if (given > 0)
+            snprintf(small, sizeof small, ", and --budget %lld is not more", (long long)given);
+        if (rr.sessions <= 1)   /* what a replay can reproduce (replay.c) */
+            snprintf(again, sizeof again, "; kevo run --replay %lld replays it",
+                     (long long)r->run);
+        st = kevo_run_fail(r, KEVO_ERR_INVALID, "run %lld is done: stopped by %s after %lld "
+                           "evaluations%s; it goes on only with a larger --budget (more than "
+                           "%lld)%s", (long long)r->run, why ? why : "?", (long long)nd, small,
+                           (long long)nd, again);
+        json_decref(rep);
+    } else if (rr.status == KEVO_RUN_RUNNING && kevo_proc_check(&rr.owner) == KEVO_PROC_ALIVE) {
+        st = kevo_run_fail(r, KEVO_ERR_INVALID, "run %lld is running (kevo pid %lld on %s): "
+                           "stop it first (Ctrl-C or kill %lld), then resume it",
+                           (long long)r->run, (long long)rr.owner.pid, rr.owner.host,
+                           (long long)rr.owner.pid);
+    }
     kevo_archive_run_clear(&rr);
     return st;
 }
@@ -863,8 +896,8 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
     *out_json = NULL;
     *out_msg = NULL;
     st = setup(&r);
-    if (run_id)
-        *run_id = r.run;
+    if (run_id)   /* a resume refused before its session began is no run of this call */
+        *run_id = r.running || !o->resume ? r.run : 0;
     if (!st)
         st = r.steps->begin(&r);   /* the reference, the first candidates */
     if (!st)

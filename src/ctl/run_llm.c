@@ -25,9 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
 #define LLM_TEMPERATURE 0.7            /* the settings of runs recorded before "llm_settings" */
 #define LLM_MAX_TOKENS 8192
 #define SIBLINGS 8
@@ -115,7 +112,7 @@ static const char *dir_of(const char *opt, const char *env, const char *sub, cha
         return opt;
     if (e && *e)
         return e;
-    snprintf(buf, n, "%s/%s", KEVO_SOURCE_DIR, sub);
+    snprintf(buf, n, "%s/%s", kevo_data_dir(NULL), sub);
     return buf;
 }
 
@@ -496,8 +493,12 @@ static enum kevo_status build(struct runctx *r, struct kevo_llm_call *c, const c
         };
         st = kevo_prompt_build(kevo_llmop_template(c->op, c->phase), &pc, &c->system, &c->user,
                                &why);
+        /* a template that cannot be read is kevo's failure (a data directory without
+         * prompts/), not an op without parents: as KEVO_ERR_NOTFOUND, one_call would try
+         * the next op and the LLM operators would stop without a word */
         if (st)
-            st = kevo_run_fail(r, st, "%s", why ? why : "cannot build a prompt");
+            st = kevo_run_fail(r, st == KEVO_ERR_NOTFOUND ? KEVO_ERR_IO : st, "%s",
+                               why ? why : "cannot build a prompt");
     }
     kevo_free(why);
     kevo_free(sib);

@@ -75,7 +75,7 @@ enum kevo_status kevo_run_genome_of(struct runctx *r, int64_t id, const struct k
     struct cached_genome *slot = &r->loop.cache[r->loop.cache_next];
     kevo_genome_clear(&slot->g);
     slot->id = 0;
-    snprintf(path, sizeof path, "run%lld/cand%lld%s", (long long)r->run, (long long)id,
+    snprintf(path, sizeof path, "cand%lld%s", (long long)id,
              r->set.task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
     if (!st)
         st = kevo_genome_from_text(r->set.task, path, text, len, &slot->g, &pmsg);
@@ -131,8 +131,8 @@ enum kevo_status kevo_run_record(struct runctx *r, struct kevo_genome *g, const 
         j->model = -1;
         j->island = island;
         j->parent_score = p1_score;
-        snprintf(j->path, sizeof j->path, "run%lld/cand%lld%s", (long long)r->run,
-                 (long long)j->id, r->set.task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
+        snprintf(j->path, sizeof j->path, "cand%lld%s", (long long)j->id,
+                 r->set.task->lang == KEVO_LANG_CUDA ? ".cu" : ".c");
         *out = j;
     } else {
         if (st != KEVO_ERR_INVALID)

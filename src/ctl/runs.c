@@ -1,16 +1,19 @@
 /*
  * runs - `kevo runs` (kevo.h: kevo_runs_json): what the archive says about past runs. The
  * list of runs, or one run's report with the lineage of its best candidate (parents back
- * to a seed), the operators' statistics and what each LLM model did and cost. Read-only:
- * safe while a run writes.
+ * to a seed), the operators' statistics and what each LLM model did and cost. A run
+ * stored as `running` whose controller is gone from this host is shown `interrupted`
+ * (shown_status). Read-only: safe while a run writes.
  */
 #include "ctl/archive.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "ctl/llm.h"
 #include "ctl/run.h"
 
 #include <jansson.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #define LINEAGE_MAX 1000
@@ -19,6 +22,37 @@ static const char *status_name(enum kevo_run_status s)
 {
     static const char *const n[] = { "running", "done", "stopped", "failed" };
     return (unsigned)s < 4 ? n[s] : "?";
+}
+
+/* The status shown for one stored as `stored`: a run still `running` whose controller
+ * died (SIGKILL, a crash, the machine went down) never wrote its end; when that process
+ * is gone from this host, the run is "interrupted" (`kevo run --resume` goes on with it).
+ * On another host, or without an owner (archives before schema 5), it stays "running". */
+static const char *shown_status(const char *stored, const struct kevo_proc_id *owner)
+{
+    if (stored && strcmp(stored, "running") == 0 && kevo_proc_check(owner) == KEVO_PROC_GONE)
+        return "interrupted";
+    return stored ? stored : "?";
+}
+
+/* The list's rows (kevo_archive_runs_json) with the status shown_status gives. */
+static void list_statuses(json_t *runs)
+{
+    size_t i;
+    json_t *row;
+
+    json_array_foreach(runs, i, row) {
+        json_t *own = json_object_get(row, "owner");
+        struct kevo_proc_id p;
+        const char *host = json_string_value(json_object_get(own, "host"));
+
+        memset(&p, 0, sizeof p);
+        p.pid = json_integer_value(json_object_get(own, "pid"));
+        p.start = json_integer_value(json_object_get(own, "start"));
+        snprintf(p.host, sizeof p.host, "%s", host ? host : "");
+        json_object_set_new(row, "status", json_string(shown_status(
+            json_string_value(json_object_get(row, "status")), &p)));
+    }
 }
 
 /* From id back through first parents: [{id, op, verdict, score_s, params, flags}, ...]. */
@@ -95,7 +129,8 @@ static json_t *one_run(struct kevo_archive *a, const struct kevo_run_rec *r)
         ops = NULL;
     json_t *o = json_pack("{s:I, s:s?, s:s?, s:s, s:f, s:f, s:I, s:I, s:I, s:o, s:o, s:o, s:o}",
                           "id", (json_int_t)r->id, "task", r->task_name, "path", r->task_path,
-                          "status", status_name(r->status), "started", r->started, "updated",
+                          "status", shown_status(status_name(r->status), &r->owner), "started",
+                          r->started, "updated",
                           r->updated, "candidates", (json_int_t)n, "evaluated", (json_int_t)nd,
                           "ok", (json_int_t)nok, "config",
                           r->config_json ? json_loads(r->config_json, 0, NULL) : json_null(),
@@ -103,6 +138,10 @@ static json_t *one_run(struct kevo_archive *a, const struct kevo_run_rec *r)
                           lineage(a, best), "operators",
                           ops ? json_loads(ops, 0, NULL) : json_null());
     json_t *cfg = json_object_get(o, "config");
+    json_object_set_new(o, "owner", r->owner.pid <= 0 ? json_null()
+                        : json_pack("{s:I, s:s?, s:I}", "pid", (json_int_t)r->owner.pid, "host",
+                                    r->owner.host[0] ? r->owner.host : NULL, "start",
+                                    (json_int_t)r->owner.start));
     json_object_set_new(o, "llm_models",
                         kevo_runs_llm_models(a, r->id, json_object_get(cfg, "prices_used")));
     kevo_free(ops);
@@ -133,6 +172,7 @@ enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json
         st = kevo_archive_runs_json(a, &list);
         json_t *doc = st ? NULL : json_pack("{s:s, s:o}", "archive", archive, "runs",
                                              json_loads(list, 0, NULL));
+        list_statuses(json_object_get(doc, "runs"));
         *out_json = doc ? json_dumps(doc, JSON_INDENT(1)) : NULL;
         json_decref(doc);
     } else if ((st = kevo_archive_run_get(a, id, &r)) == KEVO_OK) {

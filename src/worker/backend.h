@@ -32,6 +32,9 @@ struct kevo_device_info {
     int clock_mhz;            /* nominal SM clock */
     int mem_clock_mhz;
     int bus_width_bits;
+    int64_t alloc_granule;    /* guarded allocations map whole units of this (CUDA: the VMM
+                                 granularity, 2 MiB; CPU: the page): a stray access within
+                                 one stays in the buffer's own mapping and does not fault */
 };
 
 /* What to compile: the whole source text, its path for messages, -D params and flags. */
@@ -120,7 +123,12 @@ struct kevo_backend_ops {
     KEVO_NODISCARD enum kevo_status (*occupancy)(void *ctx, struct kevo_module *m, int entry,
                                                  int block_threads, int smem, int *out_blocks);
     void (*module_free)(void *ctx, struct kevo_module *m);
-    /* Device memory, 256-byte aligned. free(0) is a no-op. */
+    /*
+     * Device memory, 256-byte aligned. free(0) is a no-op. Guarded (both backends): every
+     * allocation has its own mapping with unmapped (or, in a CPU runner, inaccessible)
+     * address space around it, wider than any 32-bit index of 8-byte elements reaches,
+     * and ends where its mapping ends, so an access past its end faults.
+     */
     KEVO_NODISCARD enum kevo_status (*alloc)(void *ctx, size_t bytes, uint64_t *out);
     void (*free)(void *ctx, uint64_t addr);
     KEVO_NODISCARD enum kevo_status (*upload)(void *ctx, uint64_t dst, const void *src, size_t n);
@@ -130,7 +138,7 @@ struct kevo_backend_ops {
     /* Copy n bytes of device memory from src to dst (the ranges do not overlap). */
     KEVO_NODISCARD enum kevo_status (*copy)(void *ctx, uint64_t dst, uint64_t src, size_t n);
     /*
-     * The verification ops (HARNESS.md, verify.h): inputs are generated, checked and
+     * The verification ops (docs/harness.md, verify.h): inputs are generated, checked and
      * judged where they live, so only small summaries cross the bus. Ordered like the
      * memory ops (after every launch enqueued before them); each returns when done.
      * KEVO_ERR_DEVICE as for sync; *err (may be NULL) says why a call failed.
@@ -172,6 +180,12 @@ struct kevo_backend_ops {
                                             const struct kevo_call *calls, int n_calls,
                                             int batch, int flush, struct kevo_sample *out,
                                             struct kevo_buf *err);
+    /*
+     * (optional) Where the last KEVO_ERR_DEVICE came from when it was a memory access the
+     * backend could locate: 1 with *addr and *write (1 a store, 0 a load, -1 unknown),
+     * else 0. Cleared by the next launch or timed batch.
+     */
+    int (*fault)(void *ctx, uint64_t *addr, int *write);
     void (*destroy)(void *ctx);
     /*
      * (optional) host memory that upload/download move fastest (page-locked on CUDA, where

@@ -4,8 +4,13 @@
  *
  * "Device memory" is one shared arena: a MAP_SHARED|MAP_ANONYMOUS region mapped when the
  * backend opens, before any sandbox process exists, so the worker and every runner see it at
- * the same address; a device address is a pointer into it. Guard reservations (PROT_NONE)
- * on both sides make a stray access just outside it fault.
+ * the same address; a device address is a pointer into it. Guarded memory: every block
+ * (allocation) has its own pages with CPU_GAP bytes of never-used arena between it and its
+ * neighbours, so no 32-bit index from one tensor reaches another, and its data ends at its
+ * last page's end (end-aligned), so a store past the end faults at once. In a runner the
+ * whole arena is inaccessible except the blocks of the plan it is running (sandbox.h:
+ * kevo_runner_open): a stray access anywhere else faults, and the fault's address names
+ * the tensor and the side (kevo_backend_ops.fault).
  *
  * compile builds the source plus a generated call shim (backend_cpu_shim.c) with the system
  * compiler (backend_cpu_cc.c) into a shared object. The first launch of a module starts its
@@ -40,13 +45,17 @@
 
 #define CPU_MAGIC 0x6b637075u               /* "kcpu" */
 #define CPU_ALIGN 256                       /* device allocation alignment */
-#define CPU_ARENA_MAX ((size_t)64 << 30)    /* arena address space, at most */
-#define CPU_GUARD ((size_t)1 << 30)         /* PROT_NONE reservation on each side */
+#define CPU_ARENA_MAX ((size_t)64 << 30)    /* bytes live at once, at most */
+#define CPU_GAP ((size_t)1 << 35)           /* never-used arena before each block: 32 GiB,
+                                               a 32-bit index of 8-byte elements */
+#define CPU_SPACE_MAX ((size_t)1 << 45)     /* arena address space tried first (32 TiB) */
+#define CPU_SPACE_MIN ((size_t)1 << 40)
 #define CPU_DEADLINE_S 10.0                 /* default per launch+sync or timed batch */
 #define CPU_FLUSH_DEFAULT ((size_t)64 << 20)
 
 struct cpu_extent {
     size_t off, size;
+    size_t user;              /* live blocks: offset of the address alloc returned */
 };
 
 /* A sorted array of extents (by offset). */
@@ -56,12 +65,14 @@ struct cpu_extents {
 };
 
 struct cpu_arena {
-    char *reserve;            /* guard + arena + guard */
+    char *reserve;            /* arena + a CPU_GAP reservation after it */
     size_t reserve_size;
     char *base;
-    size_t size;
+    size_t size;              /* address space */
+    size_t cap, live;         /* bytes that may be live at once; are */
+    size_t page;
     struct cpu_extents free_; /* free space, coalesced */
-    struct cpu_extents used;  /* live allocations */
+    struct cpu_extents used;  /* live blocks: their pages (the gap before is not counted) */
 };
 
 struct cpu_ctx;
@@ -76,7 +87,9 @@ struct kevo_module {
     char **names;
     struct kevo_cproto *protos;
     struct kevo_runner *runner;   /* NULL until the first launch, and after it died */
-    uint64_t slot;            /* arena word the runner reports its entry in */
+    uint64_t slot;            /* arena block the runner reports in (struct kevo_runner_slot) */
+    struct kevo_span open[KEVO_SPANS_MAX];   /* the blocks open in the runner now */
+    int n_open;
     int dead;
     struct kevo_buf dead_msg; /* why the runner is gone */
 };
@@ -92,6 +105,9 @@ struct cpu_ctx {
     double pending_deadline;
     enum kevo_status fault_st;    /* fault found by an implicit wait, for the next sync */
     struct kevo_buf fault_msg;
+    int fault_known;              /* the last runner fault's address, for ops.fault */
+    uint64_t fault_addr;
+    int fault_write;
     char *flush;
     size_t flush_size;
     unsigned flush_round;
@@ -184,6 +200,7 @@ static void fill_info(struct kevo_device_info *d)
     d->l2_bytes = llc_bytes();
     d->mem_bytes = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
     d->max_threads_per_block = 1;   // a CPU call is one "block"
+    d->alloc_granule = page > 0 ? (int64_t)page : 4096;
     if (cpuinfo_field("cpu MHz", mhz, sizeof mhz) == 0)
         d->clock_mhz = (int)strtod(mhz, NULL);
 }
@@ -227,26 +244,40 @@ static int ext_lower(const struct cpu_extents *x, size_t off)
     return lo;
 }
 
-static enum kevo_status arena_init(struct cpu_arena *a, size_t size, struct kevo_buf *err)
+/*
+ * Map the arena: `cap` bytes may be live at once, in an address space as large as the
+ * system gives (CPU_SPACE_MAX down to CPU_SPACE_MIN): each block costs CPU_GAP of it.
+ * MAP_NORESERVE: gaps and free space never become memory.
+ */
+static enum kevo_status arena_init(struct cpu_arena *a, size_t cap, struct kevo_buf *err)
 {
     memset(a, 0, sizeof *a);
-    a->reserve_size = size + 2 * CPU_GUARD;
-    a->reserve = mmap(NULL, a->reserve_size, PROT_NONE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (a->reserve == MAP_FAILED) {
-        a->reserve = NULL;
-        kevo_buf_say(err, "reserving %zu bytes of address space: %s", a->reserve_size, strerror(errno));
+    a->page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t space = CPU_SPACE_MAX; space >= CPU_SPACE_MIN && !a->base; space /= 2) {
+        a->reserve_size = space + CPU_GAP;
+        a->reserve = mmap(NULL, a->reserve_size, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a->reserve == MAP_FAILED) {
+            a->reserve = NULL;
+            continue;
+        }
+        a->base = mmap(a->reserve, space, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        if (a->base == MAP_FAILED) {
+            a->base = NULL;
+            munmap(a->reserve, a->reserve_size);
+            a->reserve = NULL;
+            continue;
+        }
+        a->size = space;
+    }
+    if (!a->base) {
+        kevo_buf_say(err, "mapping the shared arena (%zu bytes of address space at least): %s",
+                     CPU_SPACE_MIN + CPU_GAP, strerror(errno));
         return KEVO_ERR_SYSTEM;
     }
-    a->base = mmap(a->reserve + CPU_GUARD, size, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    if (a->base == MAP_FAILED) {
-        a->base = NULL;
-        kevo_buf_say(err, "mapping the %zu-byte shared arena: %s", size, strerror(errno));
-        return KEVO_ERR_SYSTEM;
-    }
-    a->size = size;
-    return ext_insert(&a->free_, 0, (struct cpu_extent){ 0, size });
+    a->cap = cap;
+    return ext_insert(&a->free_, 0, (struct cpu_extent){ 0, a->size, 0 });
 }
 
 static void arena_release(struct cpu_arena *a)
@@ -258,81 +289,93 @@ static void arena_release(struct cpu_arena *a)
     memset(a, 0, sizeof *a);
 }
 
-/* First fit; the block starts CPU_ALIGN-aligned because every size is a multiple of it. */
+/*
+ * First fit of CPU_GAP + the block's pages; the block starts after the gap and the address
+ * returned ends its last page (CPU_ALIGN-aligned: every size is rounded to a multiple).
+ */
 static enum kevo_status arena_alloc(struct cpu_arena *a, size_t bytes, uint64_t *out)
 {
-    size_t need;
+    size_t need, span, take;
     *out = 0;
-    if (bytes > a->size)
+    if (bytes > a->cap - a->live)
         return KEVO_ERR_NOMEM;
     need = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     need = need ? need : CPU_ALIGN;
+    span = (need + a->page - 1) / a->page * a->page;
+    take = CPU_GAP + span;
+    if (span > a->cap - a->live)
+        return KEVO_ERR_NOMEM;
     for (int i = 0; i < a->free_.n; i++) {
         struct cpu_extent *f = &a->free_.v[i];
-        if (f->size < need)
+        if (f->size < take)
             continue;
-        struct cpu_extent blk = { f->off, need };
+        struct cpu_extent blk = { f->off + CPU_GAP, span, f->off + CPU_GAP + span - need };
         enum kevo_status st = ext_insert(&a->used, ext_lower(&a->used, blk.off), blk);
         if (st)
             return st;
-        f->off += need;
-        f->size -= need;
+        f->off += take;
+        f->size -= take;
         if (f->size == 0)
             ext_remove(&a->free_, i);
-        *out = (uint64_t)(uintptr_t)(a->base + blk.off);
+        a->live += span;
+        *out = (uint64_t)(uintptr_t)(a->base + blk.user);
         return KEVO_OK;
     }
     return KEVO_ERR_NOMEM;
 }
 
-/* Return the pages of the freed block that are now wholly free to the OS (they read as 0). */
-static void arena_discard(struct cpu_arena *a, struct cpu_extent blk, struct cpu_extent merged)
+/* The live block whose pages hold addr, or NULL. */
+static const struct cpu_extent *block_of(const struct cpu_arena *a, uint64_t addr)
 {
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    size_t lo = blk.off / pg * pg, hi = (blk.off + blk.size + pg - 1) / pg * pg;
-    size_t mlo = (merged.off + pg - 1) / pg * pg, mhi = (merged.off + merged.size) / pg * pg;
-    lo = lo > mlo ? lo : mlo;
-    hi = hi < mhi ? hi : mhi;
-    if (lo < hi && madvise(a->base + lo, hi - lo, MADV_REMOVE) != 0)
-        KEVO_DEBUG("backend_cpu: madvise(MADV_REMOVE): %s", strerror(errno));
+    uint64_t base = (uint64_t)(uintptr_t)a->base;
+    if (addr < base || addr - base >= a->size)
+        return NULL;
+    size_t off = (size_t)(addr - base);
+    int i = ext_lower(&a->used, off + 1) - 1;   // last block starting at or before off
+    if (i < 0 || off >= a->used.v[i].off + a->used.v[i].size)
+        return NULL;
+    return &a->used.v[i];
 }
 
 static void arena_free(struct cpu_arena *a, uint64_t addr)
 {
-    size_t off = (size_t)((uintptr_t)addr - (uintptr_t)a->base);
-    int u = ext_lower(&a->used, off), i;
+    const struct cpu_extent *b = block_of(a, addr);
+    int u, i;
 
-    if (addr < (uint64_t)(uintptr_t)a->base || u >= a->used.n || a->used.v[u].off != off) {
+    if (!b || b->user != (size_t)(addr - (uint64_t)(uintptr_t)a->base)) {
         KEVO_WARN("backend_cpu: free of an address that is not allocated (%#llx)",
                   (unsigned long long)addr);
         return;
     }
-    struct cpu_extent blk = a->used.v[u];
+    u = (int)(b - a->used.v);
+    struct cpu_extent blk = { b->off - CPU_GAP, b->size + CPU_GAP, 0 };
+    // its pages go back to the OS (they read as 0 when reused); the gap was never touched
+    if (madvise(a->base + b->off, b->size, MADV_REMOVE) != 0)
+        KEVO_DEBUG("backend_cpu: madvise(MADV_REMOVE): %s", strerror(errno));
+    a->live -= b->size;
     ext_remove(&a->used, u);
-    i = ext_lower(&a->free_, off);
-    int join_prev = i > 0 && a->free_.v[i - 1].off + a->free_.v[i - 1].size == off;
-    int join_next = i < a->free_.n && off + blk.size == a->free_.v[i].off;
+    i = ext_lower(&a->free_, blk.off);
+    int join_prev = i > 0 && a->free_.v[i - 1].off + a->free_.v[i - 1].size == blk.off;
+    int join_next = i < a->free_.n && blk.off + blk.size == a->free_.v[i].off;
     if (join_prev && join_next) {
         a->free_.v[i - 1].size += blk.size + a->free_.v[i].size;
         ext_remove(&a->free_, i);
-        i--;
     } else if (join_prev) {
-        a->free_.v[--i].size += blk.size;
+        a->free_.v[i - 1].size += blk.size;
     } else if (join_next) {
-        a->free_.v[i].off = off;
+        a->free_.v[i].off = blk.off;
         a->free_.v[i].size += blk.size;
     } else if (ext_insert(&a->free_, i, blk) != KEVO_OK) {
-        KEVO_WARN("backend_cpu: out of memory; %zu arena bytes lost", blk.size);
-        return;
+        KEVO_WARN("backend_cpu: out of memory; %zu bytes of arena address space lost", blk.size);
     }
-    arena_discard(a, blk, a->free_.v[i]);
 }
 
-/* Is [addr, addr+n) inside the arena? */
+/* Is [addr, addr+n) inside one live block? */
 static int arena_has(const struct cpu_arena *a, uint64_t addr, size_t n)
 {
-    uint64_t base = (uint64_t)(uintptr_t)a->base;
-    return addr >= base && addr - base <= a->size && n <= a->size - (addr - base);
+    const struct cpu_extent *b = block_of(a, addr);
+    uint64_t end = b ? (uint64_t)(uintptr_t)(a->base + b->off + b->size) : 0;
+    return b && n <= end - addr;
 }
 
 /* ---- modules ---- */
@@ -355,6 +398,7 @@ static void module_stop_runner(struct kevo_module *m)
         arena_free(&m->ctx->arena, m->slot);
         m->slot = 0;
     }
+    m->n_open = 0;   // a new runner starts with nothing open
 }
 
 static void module_release(struct kevo_module *m)
@@ -497,6 +541,15 @@ static enum kevo_status run_fault(struct cpu_ctx *ctx, struct kevo_module *m,
         snprintf(sig, sizeof sig, "SIG%s", sigabbrev_np(res->sig) ? sigabbrev_np(res->sig) : "?");
         kevo_buf_say(b, "runner killed by %s ", sig);
         where(b, m, res->entry);
+        if (res->fault_known) {
+            ctx->fault_known = 1;
+            ctx->fault_addr = res->fault_addr;
+            ctx->fault_write = res->fault_write;
+            kevo_buf_say(b, ": %s %#llx, outside every tensor the call was given",
+                         res->fault_write == 1 ? "a store to" : res->fault_write == 0 ? "a load from"
+                                                                                   : "an access to",
+                         (unsigned long long)res->fault_addr);
+        }
         break;
     case KEVO_RUN_EXITED:
         if (res->code < 0)
@@ -572,7 +625,7 @@ static enum kevo_status module_ready(struct cpu_ctx *ctx, struct kevo_module *m,
     if (m->runner)
         return KEVO_OK;
     kevo_buf_init(&why, 4096);
-    st = arena_alloc(&ctx->arena, 64, &m->slot);
+    st = arena_alloc(&ctx->arena, sizeof(struct kevo_runner_slot), &m->slot);
     if (!st)
         st = kevo_runner_start(ctx->sb, m->so_path, m->n_entries, m->slot,
                                kevo_now() + ctx->deadline_s, &m->runner, &res, &why);
@@ -657,6 +710,62 @@ static enum kevo_status check_fill(struct cpu_ctx *ctx, int ci, const struct kev
     return KEVO_OK;
 }
 
+/* Add the pages of the block holding addr to the sorted set sp[*n]; -1 when full. */
+static int span_add(const struct cpu_arena *a, uint64_t addr, struct kevo_span *sp, int *n)
+{
+    const struct cpu_extent *b = block_of(a, addr);
+    struct kevo_span x;
+    int i = 0;
+
+    if (!b)
+        return 0;   // not a block: the runner will fault on it, as it should
+    x.addr = (uint64_t)(uintptr_t)(a->base + b->off);
+    x.len = b->size;
+    while (i < *n && sp[i].addr < x.addr)
+        i++;
+    if (i < *n && sp[i].addr == x.addr)
+        return 0;
+    if (*n == KEVO_SPANS_MAX)
+        return -1;
+    memmove(sp + i + 1, sp + i, sizeof *sp * (size_t)(*n - i));
+    sp[i] = x;
+    (*n)++;
+    return 0;
+}
+
+/* Open in the module's runner exactly the blocks the plan points into (sandbox.h), unless
+ * they are what is open already. */
+static enum kevo_status open_plan(struct cpu_ctx *ctx, struct kevo_module *m,
+                                  const struct kevo_call *calls, int n_calls, struct kevo_buf *err)
+{
+    struct kevo_span sp[KEVO_SPANS_MAX];
+    struct kevo_run_result res;
+    int n = 0;
+    enum kevo_status st;
+
+    for (int c = 0; c < n_calls; c++) {
+        for (int k = 0; k < calls[c].n_args; k++) {
+            if (calls[c].args[k].kind != KEVO_VAL_PTR &&
+                !(calls[c].entry == KEVO_ENTRY_FILL && k == 0))
+                continue;
+            if (span_add(&ctx->arena, calls[c].args[k].ptr, sp, &n) < 0) {
+                kevo_buf_say(err, "the plan points into more than %d buffers", KEVO_SPANS_MAX);
+                return KEVO_ERR_LAUNCH;
+            }
+        }
+    }
+    if (n == m->n_open && !memcmp(sp, m->open, sizeof *sp * (size_t)n))
+        return KEVO_OK;
+    st = kevo_runner_open(m->runner, sp, n, kevo_now() + ctx->deadline_s, &res);
+    if (!st)
+        st = run_fault(ctx, m, &res, NULL, err);
+    if (!st) {
+        memcpy(m->open, sp, sizeof *sp * (size_t)n);
+        m->n_open = n;
+    }
+    return st;
+}
+
 /* Everything a launch or a timed batch does before it sends the plan. */
 static enum kevo_status prepare(struct cpu_ctx *ctx, struct kevo_module *m,
                                 const struct kevo_call *calls, int n_calls,
@@ -679,6 +788,9 @@ static enum kevo_status prepare(struct cpu_ctx *ctx, struct kevo_module *m,
         st = calls[c].entry == KEVO_ENTRY_FILL ? check_fill(ctx, c, &calls[c], err)
                                                : check_call(m, c, &calls[c], err);
     }
+    if (!st)
+        st = open_plan(ctx, m, calls, n_calls, err);
+    ctx->fault_known = 0;
     return st;
 }
 
@@ -723,18 +835,6 @@ static void evict_range(const char *p, size_t n)
     (void)p;
     (void)n;
 #endif
-}
-
-/* The arena block holding addr, or NULL. */
-static const struct cpu_extent *block_of(const struct cpu_arena *a, uint64_t addr)
-{
-    if (!arena_has(a, addr, 1))
-        return NULL;
-    size_t off = (size_t)(addr - (uint64_t)(uintptr_t)a->base);
-    int i = ext_lower(&a->used, off + 1) - 1;   // last block starting at or before off
-    if (i < 0 || off >= a->used.v[i].off + a->used.v[i].size)
-        return NULL;
-    return &a->used.v[i];
 }
 
 /*
@@ -960,6 +1060,14 @@ static enum kevo_status cpu_judge(void *vctx, const struct kevo_judge_req *rq,
 
 /* ---- device ---- */
 
+static int cpu_fault(void *vctx, uint64_t *addr, int *write)
+{
+    struct cpu_ctx *ctx = ctx_of(vctx);
+    *addr = ctx->fault_addr;
+    *write = ctx->fault_write;
+    return ctx->fault_known;
+}
+
 static enum kevo_status cpu_info(void *vctx, struct kevo_device_info *out)
 {
     *out = ctx_of(vctx)->info;
@@ -1002,6 +1110,7 @@ static const struct kevo_backend_ops cpu_ops = {
     .launch = cpu_launch,
     .sync = cpu_sync,
     .time = cpu_time,
+    .fault = cpu_fault,
     .destroy = cpu_destroy,
 };
 
@@ -1031,6 +1140,8 @@ enum kevo_status kevo_backend_open_cpu(struct kevo_backend *out, struct kevo_buf
     lim.data_bytes = arena < ((uint64_t)8 << 30) ? arena : ((uint64_t)8 << 30);
     lim.cpu_seconds = 3600;
     lim.nofile = 32;
+    lim.guard_base = (uint64_t)(uintptr_t)ctx->arena.base;
+    lim.guard_size = ctx->arena.size;
     st = kevo_sandbox_open(&lim, &ctx->sb, err);
     if (st)
         goto out;

@@ -237,8 +237,10 @@ static void __attribute__((noreturn)) exec_compiler(char **argv, char **env, int
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
         _exit(126);
     (void)close_range(3, ~0u, 0);
+    // stop signals ignored (inherited through exec): a job-wide SIGTERM must not turn
+    // into the candidate's compile_error; the worker kills the group at its deadline
     for (int s = 1; s < NSIG; s++)
-        (void)signal(s, SIG_DFL);
+        (void)signal(s, s == SIGINT || s == SIGTERM || s == SIGHUP ? SIG_IGN : SIG_DFL);
     sigemptyset(&none);
     (void)sigprocmask(SIG_SETMASK, &none, NULL);
     (void)setrlimit(RLIMIT_CORE, &core);

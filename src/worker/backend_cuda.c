@@ -2,7 +2,7 @@
  * backend_cuda - the backend.h vtable on one CUDA device: NVRTC compiles (rtc.c), the
  * driver API loaded at run time (cudrv.c), one non-blocking "harness" stream that every
  * launch, fill and timed sample goes through, and the timing sample of
- * ../shared/reference/timing.md section 1.9 (blocking kernel, clock stamps, events), and
+ * docs/harness.md "Timing" (blocking kernel, clock stamps, events), and
  * the verification ops (gen, gen_check, seal, judge) on kernels of kernels/harness.cu, so
  * only summaries cross the bus. Design notes: docs/internals/backend_cuda.md.
  *
@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "worker/rtc.h"
+#include "worker/vmm.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -79,6 +80,8 @@ struct cuda_ctx {
     int lost;                            /* a sticky fault was seen */
     struct kevo_buf msg;                 /* last message of calls without an err buffer */
     struct pinned *pinned;               /* host blocks handed out or kept for reuse */
+    struct kevo_vmm *vmm;                /* guarded device memory: every buffer, the
+                                            harness's own included (vmm.h) */
 };
 
 /* A page-locked host block. Pinning costs ~0.1 s per GiB, so freed blocks are kept (up to
@@ -498,8 +501,8 @@ static enum kevo_status cuda_alloc(void *ctx, size_t bytes, uint64_t *out)
     *out = 0;
     kevo_buf_reset(&c->msg);
     st = bind(c, &c->msg);
-    if (!st)   /* cuMemAlloc refuses 0 bytes; a real (tiny) buffer keeps pointers distinct */
-        st = KEVO_CU(c->d, &c->msg, c->d->cuMemAlloc(&p, bytes ? bytes : 256));
+    if (!st)   /* each buffer guarded by unmapped addresses on both sides (vmm.h) */
+        st = kevo_vmm_alloc(c->vmm, bytes, &p, &c->msg);
     if (!st)
         *out = (uint64_t)p;
     return report(c, st);
@@ -511,8 +514,8 @@ static void cuda_free(void *ctx, uint64_t addr)
 
     if (addr == 0 || c->lost || c->d->cuCtxSetCurrent(c->ctx) != CUDA_SUCCESS)
         return;
-    if (c->d->cuMemFree((CUdeviceptr)addr) != CUDA_SUCCESS)
-        KEVO_DEBUG("cuda: cuMemFree(0x%" PRIx64 ") failed", addr);
+    if (!kevo_vmm_free(c->vmm, (CUdeviceptr)addr))
+        KEVO_DEBUG("cuda: free of 0x%" PRIx64 ", which is not a live buffer", addr);
 }
 
 /* Copies are synchronous with respect to the harness stream: the stream is drained
@@ -1223,12 +1226,9 @@ static void cuda_destroy(void *ctx)
         if (live && c->stream && !c->lost)
             (void)d->cuStreamSynchronize(c->stream);
         module_free(c, c->harness);
-        if (live && c->flush)
-            (void)d->cuMemFree(c->flush);
+        kevo_vmm_close(c->vmm, !live || c->lost);   /* flush and vdev are its blocks */
         if (live && c->host_words)
             (void)d->cuMemFreeHost(c->host_words);
-        if (live && c->vdev)
-            (void)d->cuMemFree(c->vdev);
         if (live && c->vhost)
             (void)d->cuMemFreeHost(c->vhost);
         if (live && c->ev0)
@@ -1281,14 +1281,21 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
     size_t size = 0;
 
     c->flush_bytes = c->info.l2_bytes > 0 ? 2 * (size_t)c->info.l2_bytes : (size_t)256 << 20;
+    st = kevo_vmm_open(d, c->dev, &c->vmm, err);
+    if (!st) {
+        c->info.alloc_granule = (int64_t)kevo_vmm_granule(c->vmm);
+        st = kevo_vmm_alloc(c->vmm, c->flush_bytes, &c->flush, err);
+    }
+    if (!st)
+        st = kevo_vmm_alloc(c->vmm, VDEV_BYTES, &c->vdev, err);
+    if (st)
+        return st;
     if (KEVO_CU(d, err, d->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) ||
-        KEVO_CU(d, err, d->cuMemAlloc(&c->flush, c->flush_bytes)) ||
         KEVO_CU(d, err, d->cuMemHostAlloc(&c->host_words, HOST_WORDS_BYTES,
                                           CU_MEMHOSTALLOC_DEVICEMAP)) ||
         KEVO_CU(d, err, d->cuMemHostGetDevicePointer(&c->dev_words, c->host_words, 0)) ||
         KEVO_CU(d, err, d->cuEventCreate(&c->ev0, CU_EVENT_DEFAULT)) ||
         KEVO_CU(d, err, d->cuEventCreate(&c->ev1, CU_EVENT_DEFAULT)) ||
-        KEVO_CU(d, err, d->cuMemAlloc(&c->vdev, VDEV_BYTES)) ||
         KEVO_CU(d, err, d->cuMemHostAlloc(&c->vhost, VDEV_BYTES, 0)))
         return KEVO_ERR_CUDA;
     memset(c->host_words, 0, HOST_WORDS_BYTES);

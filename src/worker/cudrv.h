@@ -33,7 +33,9 @@
     X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD8Async)                          \
     X(cuMemHostAlloc) X(cuMemHostGetDevicePointer) X(cuMemFreeHost)                      \
     X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                \
-    X(cuEventElapsedTime)
+    X(cuEventElapsedTime)                                                                \
+    X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)            \
+    X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)
 
 #define KEVO_CUDRV_MEMBER(name) __typeof__(name) *name;
 struct kevo_cudrv {

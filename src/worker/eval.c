@@ -1,7 +1,7 @@
 /*
  * eval - the worker-side evaluation of one candidate against a task (eval.h): compile,
  * verify on every requested workload, time, and write the result document
- * (docs/eval-json.md). The rules are HARNESS.md's; the pieces are in verify.c and timing.c.
+ * (docs/eval-json.md). The rules are docs/harness.md's; the pieces are in verify.c and timing.c.
  *
  * Shape of one evaluation:
  *   1. parse task and candidate; compile both (per-process module cache, eval_cache.h);
@@ -379,6 +379,8 @@ static enum kevo_status plan_request(const struct kevo_ev *e, struct kevo_plan *
     if (is_cand && e->req->n_params && e->req->n_params != p->src->n_params)
         return KEVO_ERR_INVALID;
     st = kevo_compile_src_init(cs, p->src, params);
+    if (!st)
+        st = kevo_rules_protos(p->src, &p->protos);
     if (st)
         return st;
     p->ent = cs->entries;               /* the plan keeps the entry table */
@@ -656,6 +658,9 @@ static void ev_free(struct kevo_ev *e)
     if (e->can.ent != e->ref.ent)
         kevo_free(e->can.ent);
     kevo_free(e->ref.ent);
+    if (e->can.protos != e->ref.protos)
+        kevo_rules_protos_free(e->can.protos, e->can.src ? e->can.src->n_launches : 0);
+    kevo_rules_protos_free(e->ref.protos, e->ref.src ? e->ref.src->n_launches : 0);
     kevo_task_free(e->cand_parsed);
     kevo_task_free(e->task);
     kevo_buf_free(&e->err);
@@ -684,7 +689,8 @@ enum kevo_status kevo_eval_run(struct kevo_backend *b, const struct kevo_eval_re
     kevo_buf_init(&e.msg, ERR_CAP);
     e.wls = json_array();
     e.resources = json_array();
-    st = (e.wls && e.resources && req->task_text) ? run_all(&e) : KEVO_ERR_INVALID;
+    st = !req->task_text ? KEVO_ERR_INVALID
+         : (!e.wls || !e.resources) ? KEVO_ERR_NOMEM : run_all(&e);
     if (st == KEVO_ERR_DEVICE && !e.verdict)      /* lost in a copy or fill, not a launch */
         kevo_eval_fail(&e, KEVO_VERDICT_CRASH,
                        json_pack("{s:s}", "message", kevo_buf_str(&e.err)),

@@ -2,7 +2,7 @@
  * eval - the worker-side evaluation of one candidate (or the task's reference) against a
  * task: compile both, run the correctness protocol on each requested workload, time them,
  * and produce a result document. Runs inside the worker process, on an open backend.
- * Protocol: ../shared/design/HARNESS.md; result schema: docs/eval-json.md.
+ * Protocol: docs/harness.md; result schema: docs/eval-json.md.
  *
  * A candidate's failure is a verdict in the result, never a non-OK status. Non-OK statuses
  * mean the evaluation itself could not run (bad request, out of memory) -- except

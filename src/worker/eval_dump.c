@@ -155,7 +155,7 @@ enum kevo_status kevo_eval_dump(struct kevo_ev *e, struct kevo_wl *x, struct kev
     enum kevo_status st = dump_path(e, x, NULL, dir, sizeof dir);
 
     if (!st && kevo_fs_mkdirs(dir, 0755) != 0)
-        st = dump_err(e, "create directory", dir, errno);
+        st = errno == ENOMEM ? KEVO_ERR_NOMEM : dump_err(e, "create directory", dir, errno);
     for (int k = 0; k < x->n_task && !st; k++) {
         if (is_in(&x->t[k]) || is_out(&x->t[k]))
             st = dump_tensor(e, x, s, k);

@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "worker/eval.h"
 #include "kevo.h"
+#include "core/rules.h"
 #include "core/task.h"
 #include "core/verify.h"
 #include <jansson.h>
@@ -58,6 +59,8 @@ struct kevo_plan {                    /* a compiled program: the reference's or 
     struct kevo_module *owned;        /* ... unless it could not be cached: then here */
     const char **ent;                 /* the module's entries: distinct kernels, first use */
     int n_ent;
+    struct kevo_cproto *protos;       /* [src->n_launches] each kernel's declared parameters
+                                         (core/rules.h), checked at every resolved launch */
 };
 
 struct kevo_ev {
@@ -91,6 +94,8 @@ struct kevo_wl {                      /* one workload under evaluation */
     int n_task;                       /* the task's */
     struct kevo_tinfo *t;             /* [n_t] */
     struct kevo_side ref, cand;       /* the reference's buffers; the candidate's (set 0) */
+    struct kevo_side *sets, *rsets;   /* while timing: the rotating sets (borrowed), [n_sets] */
+    int n_sets;
     struct kevo_gen *gen;             /* [n_t] each input's INIT under this workload */
     uint64_t *ref_key;                /* [n_t] the key each reference output is sealed with */
     uint64_t *hold;                   /* [n_t] device copies of run A's outputs (verify only) */
@@ -147,9 +152,12 @@ KEVO_NODISCARD enum kevo_status kevo_eval_ref_fail(struct kevo_ev *e, struct kev
 /* Index of kernel `name` among the plan's entries, or -1. */
 int kevo_eval_entry_of(const struct kevo_plan *p, const char *name);
 /* Guarded buffers for every tensor of a side (the reference's: the task's tensors; the
- * candidate's: also its scratch) and the plan resolved against them. */
+ * candidate's: also its scratch) and the plan resolved against them. A buffer that cannot
+ * be allocated is a launch_error verdict when it is the candidate's scratch, else kevo's
+ * error (e->msg); with `spare` (a timing set) its status is only returned, nothing
+ * recorded, and the caller decides (fewer sets, or whose failure it is). */
 KEVO_NODISCARD enum kevo_status kevo_eval_side_alloc(struct kevo_ev *e, struct kevo_wl *x,
-                                                     struct kevo_side *s, int is_ref);
+                                                     struct kevo_side *s, int is_ref, int spare);
 void kevo_eval_side_free(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s);
 /* Environments, tensor sizes, INIT specs, and both sides of workload w. */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w);

@@ -97,6 +97,68 @@ enum kevo_status kevo_eval_error(struct kevo_ev *e, enum kevo_status st, const c
     return st;
 }
 
+/* ---- faults the backend located ---- */
+
+/* How far addr lies outside side s's tensor k: the distance and which side of it. */
+static uint64_t gbuf_dist(const struct kevo_gbuf *g, uint64_t addr, int *after)
+{
+    *after = addr >= g->data;
+    if (!*after)
+        return g->data - addr;
+    return addr >= g->data + g->bytes ? addr - (g->data + g->bytes) : 0;
+}
+
+/* Consider every tensor of side s for the one nearest addr. */
+static void nearest_in(const struct kevo_wl *x, const struct kevo_side *s, uint64_t addr,
+                       int *best_k, uint64_t *best_d, int *best_after)
+{
+    for (int k = 0; s && s->buf && k < x->n_t; k++) {
+        int after;
+        if (!s->buf[k].base)
+            continue;
+        uint64_t d = gbuf_dist(&s->buf[k], addr, &after);
+        if (*best_k < 0 || d < *best_d) {
+            *best_k = k;
+            *best_d = d;
+            *best_after = after;
+        }
+    }
+}
+
+/*
+ * A memory fault at a known address (guarded memory: outside every buffer the call was
+ * given) as an out_of_bounds verdict naming the nearest tensor and the side. Gaps between
+ * buffers are wider than a 32-bit index reaches, so the nearest tensor is the one the
+ * stray index came from. 0 if the backend cannot say where.
+ */
+static int fault_verdict(struct kevo_ev *e, struct kevo_wl *x, const char *phase)
+{
+    uint64_t addr = 0, d = 0;
+    int write = -1, k = -1, after = 0;
+
+    if (!e->b->ops->fault || !e->b->ops->fault(e->b->ctx, &addr, &write))
+        return 0;
+    nearest_in(x, &x->cand, addr, &k, &d, &after);
+    nearest_in(x, &x->ref, addr, &k, &d, &after);
+    for (int i = 0; i < x->n_sets; i++) {
+        nearest_in(x, x->sets ? &x->sets[i] : NULL, addr, &k, &d, &after);
+        nearest_in(x, x->rsets ? &x->rsets[i] : NULL, addr, &k, &d, &after);
+    }
+    if (k < 0 || d > ((uint64_t)1 << 40))
+        return 0;
+    const char *access = write == 1 ? "store" : write == 0 ? "load" : "access";
+    const char *name = x->t[k].decl->name;
+    kevo_eval_wl_fail(x, KEVO_VERDICT_OUT_OF_BOUNDS,
+                      json_pack("{s:s, s:s, s:I, s:s, s:s}", "tensor", name, "side",
+                                after ? "back" : "front", "offset",
+                                (json_int_t)(after ? (int64_t)d : -(int64_t)d), "access", access,
+                                "phase", phase),
+                      "a %s %llu bytes %s %s faulted during %s at %s (guarded memory: nothing "
+                      "is mapped there)", access, (unsigned long long)d,
+                      after ? "past the end of" : "before the start of", name, phase, x->desc);
+    return 1;
+}
+
 /*
  * A backend failure while running the candidate becomes the workload's verdict. Returns
  * KEVO_OK for a verdict the worker survives (the caller stops the workload), KEVO_ERR_DEVICE
@@ -122,6 +184,10 @@ enum kevo_status kevo_eval_cand_fail(struct kevo_ev *e, struct kevo_wl *x, enum 
                           x->desc);
         return KEVO_ERR_DEVICE;
     case KEVO_ERR_DEVICE:
+        if (fault_verdict(e, x, phase)) {
+            json_decref(evd);
+            return KEVO_ERR_DEVICE;
+        }
         kevo_eval_wl_fail(x, KEVO_VERDICT_CRASH, evd, "device fault during %s at %s: %s", phase,
                           x->desc, m);
         return KEVO_ERR_DEVICE;

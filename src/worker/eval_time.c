@@ -1,5 +1,5 @@
 /*
- * eval_time - the timing phase of an evaluation (HARNESS.md "Timing"): K rotating input
+ * eval_time - the timing phase of an evaluation (docs/harness.md "Timing"): K rotating input
  * sets with fresh inputs and fresh buffers, warm-up, batch sizing for short kernels,
  * interleaved candidate/reference samples through timing.c's stop rule, then a re-check
  * of what the timed runs left behind (outputs, guards, inputs) and the SOL figures.
@@ -100,7 +100,8 @@ static enum kevo_status batch_flush(struct tctx *c)
     enum kevo_status st = e->b->ops->alloc(e->b->ctx, c->flush_bytes, &c->flush);
     if (st)
         c->flush = 0, c->flush_bytes = 0;
-    return st == KEVO_ERR_NOMEM ? KEVO_OK : st;   /* no room: warm passes, reported as such */
+    /* no room (host or device: CUDA says KEVO_ERR_CUDA): warm passes, reported as such */
+    return st == KEVO_ERR_DEVICE ? st : KEVO_OK;
 }
 
 static enum kevo_status time_batch(struct tctx *c, const struct kevo_plan *p,
@@ -172,9 +173,47 @@ static enum kevo_status t_sample(void *user, int arm, int i, double *sec, double
     return KEVO_OK;
 }
 
+/* Did side s stop at one of the candidate's scratch buffers? The buffer whose allocation
+ * failed has its size set but no address (gbuf_alloc). */
+static int stopped_at_scratch(const struct kevo_wl *x, const struct kevo_side *s)
+{
+    for (int t = 0; s->buf && t < x->n_t; t++) {
+        if (s->buf[t].total && !s->buf[t].base)
+            return t >= x->n_task ? t : 0;
+    }
+    return 0;
+}
+
+/* Set k could not be allocated (st, not a lost device). Past 2 sets that just means fewer.
+ * Without a second set there is no timing: the candidate's failure when its scratch is
+ * what did not fit a second time (scratch: its index, else 0), else kevo's. */
+static enum kevo_status sets_short(struct tctx *c, int k, enum kevo_status st, int scratch)
+{
+    struct kevo_ev *e = c->e;
+    struct kevo_wl *x = c->x;
+
+    kevo_eval_side_free(e, x, &c->cs[k]);
+    if (c->rs)
+        kevo_eval_side_free(e, x, &c->rs[k]);
+    kevo_buf_reset(&e->msg);
+    if (k >= 2) {
+        c->K = k;
+        return KEVO_OK;
+    }
+    if (!scratch)
+        return kevo_eval_error(e, st, "cannot allocate a second set of buffers for timing at "
+                               "%s: %s", x->desc, kevo_status_name(st));
+    kevo_eval_wl_fail(x, KEVO_VERDICT_LAUNCH_ERROR,
+                      json_pack("{s:s, s:I}", "scratch", x->t[scratch].decl->name, "bytes",
+                                (json_int_t)x->t[scratch].bytes),
+                      "line %d: cannot allocate scratch %s (%zu bytes) a second time, for timing, "
+                      "at %s: %s", x->t[scratch].decl->line, x->t[scratch].decl->name,
+                      x->t[scratch].bytes, x->desc, kevo_status_name(st));
+    return KEVO_OK;
+}
+
 /* Allocate sets 1..K-1 (set 0 is the correctness sides, the candidate's and the
- * reference's, reused) and fill each with fresh inputs, generated on the device. Out of
- * memory past 2 sets just means fewer. */
+ * reference's, reused) and fill each with fresh inputs, generated on the device. */
 static enum kevo_status sets_init(struct tctx *c)
 {
     struct kevo_ev *e = c->e;
@@ -186,17 +225,13 @@ static enum kevo_status sets_init(struct tctx *c)
         c->rs[0] = x->ref;
     for (int k = 0; k < c->K && !st && !x->verdict; k++) {
         if (k > 0)
-            st = kevo_eval_side_alloc(e, x, &c->cs[k], 0);
+            st = kevo_eval_side_alloc(e, x, &c->cs[k], 0, 1);
+        if (st && st != KEVO_ERR_DEVICE)
+            return sets_short(c, k, st, stopped_at_scratch(x, &c->cs[k]));
         if (k > 0 && !st && !x->verdict && c->rs)
-            st = kevo_eval_side_alloc(e, x, &c->rs[k], 1);
-        if (st && k >= 2 && st != KEVO_ERR_DEVICE) {
-            kevo_eval_side_free(e, x, &c->cs[k]);
-            if (c->rs)
-                kevo_eval_side_free(e, x, &c->rs[k]);
-            kevo_buf_reset(&e->msg);
-            c->K = k;
-            return KEVO_OK;
-        }
+            st = kevo_eval_side_alloc(e, x, &c->rs[k], 1, 1);
+        if (st && st != KEVO_ERR_DEVICE)
+            return sets_short(c, k, st, 0);
         if (!st && !x->verdict)
             st = kevo_eval_put_inputs(e, x, set_seed(e, x, k), &c->cs[k],
                                       c->rs ? &c->rs[k] : NULL);
@@ -384,8 +419,13 @@ enum kevo_status kevo_eval_wl_time(struct kevo_ev *e, struct kevo_wl *x)
     if (!c.cs || (with_ref && !c.rs) || !c.launched)
         goto out;
     st = sets_init(&c);
+    x->sets = c.cs;   /* a fault while timing is located among every set */
+    x->rsets = c.rs;
+    x->n_sets = c.K;
     if (!st && !x->verdict)
         st = time_loop(&c, with_ref ? 2 : 1);
+    x->sets = x->rsets = NULL;
+    x->n_sets = 0;
 out:
     if (c.flush)
         e->b->ops->free(e->b->ctx, c.flush);

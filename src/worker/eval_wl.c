@@ -1,7 +1,7 @@
 /*
  * eval_wl - one workload of an evaluation (eval_int.h): its tensors and guarded buffers,
  * the resolved launch plans of both sides, the reference and candidate runs, and the
- * correctness checks of HARNESS.md in their fixed order. The rules themselves (poison
+ * correctness checks of docs/harness.md in their fixed order. The rules themselves (poison
  * patterns, tolerance, degenerate) are in verify.c; the backend applies them where the
  * data lives (gen, gen_check, seal, judge), and this file turns the summaries into
  * verdicts. Device memory per workload: both sides, plus a copy of the candidate's
@@ -19,20 +19,27 @@
 
 /* ---- guarded buffers ---- */
 
+/*
+ * [front guard | data | back guard], the whole a multiple of the backend's allocation
+ * granule, so the allocation is exactly its own mapping (guarded memory, backend.h): the
+ * back guard ends where the mapping ends, and the front guard takes up the rest, so a
+ * stray store anywhere in the mapping outside the data changes a guard.
+ */
 static enum kevo_status gbuf_alloc(struct kevo_ev *e, size_t bytes, struct kevo_gbuf *g)
 {
     const struct kevo_backend_ops *o = e->b->ops;
     size_t body = (bytes + 255) & ~(size_t)255;
+    size_t gran = e->info.alloc_granule >= 256 ? (size_t)e->info.alloc_granule : 256;
     enum kevo_status st;
 
     memset(g, 0, sizeof *g);
-    if (body < bytes || body > SIZE_MAX - 2 * GUARD_BYTES)
+    if (body < bytes || body > SIZE_MAX - 2 * GUARD_BYTES - gran)
         return KEVO_ERR_TOOBIG;
-    g->total = body + 2 * GUARD_BYTES;
+    g->total = (body + 2 * GUARD_BYTES + gran - 1) / gran * gran;
     st = o->alloc(e->b->ctx, g->total, &g->base);
     if (st)
         return st;
-    g->data = g->base + GUARD_BYTES;
+    g->data = g->base + (g->total - GUARD_BYTES - body);
     g->bytes = bytes;
     /* The whole allocation gets the canary; data is overwritten by inputs or poison. */
     return o->fill32(e->b->ctx, g->base, e->canary, g->total);
@@ -64,23 +71,47 @@ static enum kevo_status gbuf_fill(struct kevo_ev *e, const struct kevo_gbuf *g, 
     return st;
 }
 
+/* The first changed byte of the front guard [base, data), or -1: a download when it is
+ * small, else a compare where it lives (up to a granule, 2 MiB on a GPU). */
+static enum kevo_status front_check(struct kevo_ev *e, struct kevo_wl *x, const struct kevo_gbuf *g,
+                                    size_t front, int64_t *r)
+{
+    struct kevo_gen c = { .kind = KEVO_INIT_RANDINT, .dtype = KEVO_I32 };
+    int64_t first = -1;
+    enum kevo_status st;
+
+    if (front <= sizeof x->tmp) {
+        st = e->b->ops->download(e->b->ctx, x->tmp, g->base, front);
+        *r = st ? -1 : kevo_verify_guard_check(x->tmp, front, 0, e->canary);
+        return st;
+    }
+    /* randint [c, c+1) is the constant c: the canary word, checked by gen_check */
+    c.lo = (int32_t)e->canary;
+    c.hi = c.lo + 1;
+    kevo_buf_reset(&e->err);
+    st = e->b->ops->gen_check(e->b->ctx, g->base, &c, 0, 0, (int64_t)(front / 4), &first,
+                              &e->err);
+    *r = first >= 0 ? 4 * first : -1;
+    return st;
+}
+
 /* Check both guards; *side is NULL when intact, else "front"/"back" with the offset of
  * the first changed byte relative to the data start (front: negative) or end (back). */
 static enum kevo_status gbuf_check(struct kevo_ev *e, struct kevo_wl *x, const struct kevo_gbuf *g,
                                    const char **side, int64_t *off)
 {
-    size_t back = g->total - GUARD_BYTES - g->bytes;
+    size_t front = (size_t)(g->data - g->base);
+    size_t back = g->total - front - g->bytes;
     enum kevo_status st;
     int64_t r;
 
     *side = NULL;
-    st = e->b->ops->download(e->b->ctx, x->tmp, g->base, GUARD_BYTES);
+    st = front_check(e, x, g, front, &r);
     if (st)
         return st;
-    r = kevo_verify_guard_check(x->tmp, GUARD_BYTES, 0, e->canary);
     if (r >= 0) {
         *side = "front";
-        *off = r - GUARD_BYTES;
+        *off = r - (int64_t)front;
         return KEVO_OK;
     }
     st = e->b->ops->download(e->b->ctx, x->tmp, g->data + g->bytes, back);
@@ -227,7 +258,10 @@ static enum kevo_status side_plan(struct kevo_ev *e, struct kevo_wl *x, struct k
     s->n_calls = p->src->n_launches;
     for (int i = 0; i < p->src->n_launches; i++) {
         const struct kevo_launch *l = &p->src->launches[i];
-        if (!resolve_call(e, x, s, p, env, l, &s->calls[i], why, sizeof why))
+        /* the rules `kevo check` applies too (core/rules.h), then the plan itself */
+        if (!resolve_call(e, x, s, p, env, l, &s->calls[i], why, sizeof why) &&
+            !kevo_rules_launch(e->task, p->src, i, p->protos ? &p->protos[i] : NULL, env, why,
+                               sizeof why))
             continue;
         if (is_ref && !e->self)
             return kevo_eval_error(e, KEVO_ERR_INVALID, "%s: line %d: launch %s: %s", x->desc,
@@ -243,7 +277,7 @@ static enum kevo_status side_plan(struct kevo_ev *e, struct kevo_wl *x, struct k
 
 /* Allocate side s: every task tensor, plus the candidate's scratch unless is_ref. */
 enum kevo_status kevo_eval_side_alloc(struct kevo_ev *e, struct kevo_wl *x, struct kevo_side *s,
-                                      int is_ref)
+                                      int is_ref, int spare)
 {
     int n = is_ref ? x->n_task : x->n_t;
     enum kevo_status st;
@@ -255,12 +289,15 @@ enum kevo_status kevo_eval_side_alloc(struct kevo_ev *e, struct kevo_wl *x, stru
         st = gbuf_alloc(e, x->t[k].bytes, &s->buf[k]);
         if (st == KEVO_ERR_DEVICE)
             return kevo_eval_cand_fail(e, x, st, "allocation");
+        if (st && spare)
+            return st;
         if (st && k >= x->n_task) { /* the candidate asked for more than the device has */
             kevo_eval_wl_fail(
                 x, KEVO_VERDICT_LAUNCH_ERROR,
-                json_pack("{s:s, s:I}", "scratch", x->t[k].decl->name, (json_int_t)x->t[k].bytes),
-                "cannot allocate scratch %s (%zu bytes) at %s: %s", x->t[k].decl->name,
-                x->t[k].bytes, x->desc, kevo_status_name(st));
+                json_pack("{s:s, s:I}", "scratch", x->t[k].decl->name, "bytes",
+                          (json_int_t)x->t[k].bytes),
+                "line %d: cannot allocate scratch %s (%zu bytes) at %s: %s", x->t[k].decl->line,
+                x->t[k].decl->name, x->t[k].bytes, x->desc, kevo_status_name(st));
             return KEVO_OK;
         }
         if (st)
@@ -416,9 +453,9 @@ enum kevo_status kevo_eval_wl_setup(struct kevo_ev *e, struct kevo_wl *x, int w)
     if (!st && !x->verdict)
         st = wl_arrays(e, x);
     if (!st && !x->verdict)
-        st = kevo_eval_side_alloc(e, x, &x->ref, 1);
+        st = kevo_eval_side_alloc(e, x, &x->ref, 1, 0);
     if (!st && !x->verdict)
-        st = kevo_eval_side_alloc(e, x, &x->cand, 0);
+        st = kevo_eval_side_alloc(e, x, &x->cand, 0, 0);
     return st;
 }
 

@@ -7,8 +7,9 @@
  * payload = n_calls x { int32 entry, int32 n_args, struct kevo_val args[n_args] }.
  * READY (runner -> worker): a = n_entries, b = total parameters, payload = int32 n_params
  * per entry, then the struct kevo_shim_param of every parameter. FAIL: a = SB_FAIL_*,
- * b = text bytes, payload = text. DONE: seq of the RUN, a = 0 ok / 1 a call refused its
- * arguments (b = call index).
+ * b = text bytes, payload = text. OPEN (worker -> runner): a = n_spans, c = payload bytes,
+ * payload = n_spans x struct kevo_span. DONE: seq of the RUN or OPEN, a = 0 ok / 1 a call
+ * refused its arguments (b = call index).
  *
  * The runner is candidate-controlled once the module is loaded: everything it sends is
  * checked, and anything odd ends it (KEVO_RUN_BROKEN).
@@ -37,7 +38,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define SB_MAGIC 0x6f76656bu          /* "kevo" */
@@ -46,7 +49,7 @@
 #define SB_CHANNEL_FD 3               /* the runner's (and spawner's) channel */
 #define SB_STOP_WAIT_S 2.0            /* how long a stop or an exit may take */
 
-enum sb_op { SB_READY = 1, SB_FAIL, SB_RUN, SB_DONE };
+enum sb_op { SB_READY = 1, SB_FAIL, SB_RUN, SB_DONE, SB_OPEN };
 enum sb_fail { SB_FAIL_SETUP = 1, SB_FAIL_LOAD };
 
 struct sb_msg {
@@ -73,8 +76,8 @@ struct kevo_runner {
     int fd;
     int alive;                /* the process exists (not reaped) and may be used */
     int stopped;
-    uint64_t seq;             /* of the last RUN */
-    volatile int32_t *slot;   /* arena word: the entry running now */
+    uint64_t seq;             /* of the last RUN or OPEN */
+    struct kevo_runner_slot *slot;   /* arena memory: the entry running now, its fault */
     int n_entries;
     int *n_params;            /* per entry */
     int *first;               /* index of entry e's first parameter in params */
@@ -136,6 +139,11 @@ static enum io_end write_until(int fd, const void *p, size_t n, double deadline)
 
 /* ---- child side: process hygiene ---- */
 
+/*
+ * Default actions, except the stop signals: `pkill kevo`, a scheduler or a terminal's
+ * hang-up reach every process of the job, and a runner they killed would read as the
+ * candidate's crash. The controller stops the run; runners die with their worker.
+ */
 static void reset_signals(void)
 {
     sigset_t all;
@@ -143,6 +151,7 @@ static void reset_signals(void)
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     for (int s = 1; s < NSIG; s++) {
+        dfl.sa_handler = s == SIGINT || s == SIGTERM || s == SIGHUP ? SIG_IGN : SIG_DFL;
         if (s != SIGKILL && s != SIGSTOP)
             (void)sigaction(s, &dfl, NULL);
     }
@@ -409,7 +418,80 @@ static void run_fill(const struct kevo_val *a)
         p[i] = (unsigned char)(pat >> (8 * (i & 3)));
 }
 
-/* Serve RUN commands until the worker goes away. */
+/* ---- runner: guarded memory ---- */
+
+/* The runner's view of the guarded region: its slot and the spans now open. */
+static struct {
+    uint64_t base, size;
+    struct kevo_runner_slot *slot;
+    struct kevo_span open[KEVO_SPANS_MAX];
+    int n_open;
+} rg;
+
+/* SIGSEGV/SIGBUS: leave the address in the slot. SA_RESETHAND put the default action
+ * back, so returning runs the access again and the signal ends the runner. */
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+    int write = -1;
+#if defined(__x86_64__) && defined(REG_ERR)
+    const ucontext_t *uc = ucv;
+    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;   // page-fault error code: W bit
+#else
+    (void)ucv;
+#endif
+    rg.slot->fault_addr = (uint64_t)(uintptr_t)si->si_addr;
+    rg.slot->fault_write = write;
+    rg.slot->fault_sig = sig;
+}
+
+/* Before any candidate code: the whole region inaccessible but the slot's page(s), and
+ * the fault handler (on its own stack: a candidate may fault with a broken stack). */
+static const char *guard_region(const struct kevo_sandbox_limits *lim, uint64_t slot)
+{
+    static char alt[64 << 10];
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint64_t lo = slot / pg * pg, hi = (slot + sizeof *rg.slot + pg - 1) / pg * pg;
+    stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt };
+    struct sigaction sa;
+
+    rg.base = lim->guard_base;
+    rg.size = lim->guard_size;
+    rg.slot = (struct kevo_runner_slot *)(uintptr_t)slot;
+    if (!rg.size)
+        return NULL;
+    if (mprotect((void *)(uintptr_t)rg.base, rg.size, PROT_NONE) < 0 ||
+        mprotect((void *)(uintptr_t)lo, hi - lo, PROT_READ | PROT_WRITE) < 0)
+        return "mprotect of the guarded region failed";
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaltstack(&ss, NULL) < 0 || sigaction(SIGSEGV, &sa, NULL) < 0 ||
+        sigaction(SIGBUS, &sa, NULL) < 0)
+        return "installing the fault handler failed";
+    return NULL;
+}
+
+/* OPEN: close the spans of the last OPEN, open these. Anything odd ends the runner. */
+static void open_spans(const struct kevo_span *sp, int n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < rg.n_open; i++) {
+        if (mprotect((void *)(uintptr_t)rg.open[i].addr, rg.open[i].len, PROT_NONE) < 0)
+            _exit(116);
+    }
+    rg.n_open = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t a = sp[i].addr, len = sp[i].len;
+        if (a % pg || len % pg || !len || a < rg.base || a - rg.base > rg.size ||
+            len > rg.size - (a - rg.base) ||
+            mprotect((void *)(uintptr_t)a, len, PROT_READ | PROT_WRITE) < 0)
+            _exit(117);
+        rg.open[rg.n_open++] = sp[i];
+    }
+}
+
+/* Serve RUN and OPEN commands until the worker goes away. */
 static void __attribute__((noreturn))
 runner_loop(const struct kevo_shim_entry *t, int n, volatile int32_t *slot)
 {
@@ -420,6 +502,17 @@ runner_loop(const struct kevo_shim_entry *t, int n, volatile int32_t *slot)
         struct sb_msg m;
         if (kevo_fs_read_all(SB_CHANNEL_FD, &m, sizeof m) < 0)
             _exit(0);
+        if (m.magic == SB_MAGIC && m.op == SB_OPEN && m.a >= 0 && m.a <= KEVO_SPANS_MAX &&
+            m.c == (int32_t)(sizeof(struct kevo_span) * (size_t)m.a)) {
+            struct kevo_span sp[KEVO_SPANS_MAX];
+            if (kevo_fs_read_all(SB_CHANNEL_FD, sp, (size_t)m.c) < 0)
+                _exit(0);
+            open_spans(sp, m.a);
+            struct sb_msg r = { SB_MAGIC, SB_DONE, m.seq, 0, 0, 0, 0 };
+            if (kevo_fs_write_all(SB_CHANNEL_FD, &r, sizeof r) < 0)
+                _exit(0);
+            continue;
+        }
         if (m.magic != SB_MAGIC || m.op != SB_RUN || m.b < 0 || m.c < 0 ||
             (uint32_t)m.c > SB_RUN_MAX)
             _exit(112);
@@ -456,14 +549,17 @@ static void __attribute__((noreturn))
 runner_main(int fd, const struct sb_spawn *req, const struct kevo_sandbox_limits *lim,
             pid_t worker)
 {
-    volatile int32_t *slot = (volatile int32_t *)(uintptr_t)req->slot;
+    struct kevo_runner_slot *rs = (struct kevo_runner_slot *)(uintptr_t)req->slot;
+    volatile int32_t *slot = &rs->entry;
 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != worker)
         _exit(114);
     if (keep_only_channel(fd) < 0)
         _exit(115);
     *slot = -2;
-    const char *what = enter_sandbox(lim);
+    const char *what = guard_region(lim, req->slot);
+    if (!what)
+        what = enter_sandbox(lim);
     if (what)
         send_fail(SB_FAIL_SETUP, what);
     // only now: constructors in the module run inside the sandbox
@@ -623,12 +719,19 @@ static void poll_pause(double start, double *nap)
     *nap = *nap < 1e-3 ? *nap * 2 : *nap;
 }
 
-/* Fill res from a wait status; ws < 0 means the status could not be had. */
-static void describe_status(int ws, struct kevo_run_result *res)
+/* Fill res from a wait status; ws < 0 means the status could not be had. A memory fault
+ * comes with the address the runner's handler left in the slot, when it left one. */
+static void describe_status(const struct kevo_runner *r, int ws, struct kevo_run_result *res)
 {
     if (ws >= 0 && WIFSIGNALED(ws)) {
         res->end = KEVO_RUN_SIGNALED;
         res->sig = WTERMSIG(ws);
+        if ((res->sig == SIGSEGV || res->sig == SIGBUS) && r->slot &&
+            r->slot->fault_sig == res->sig) {
+            res->fault_known = 1;
+            res->fault_addr = r->slot->fault_addr;
+            res->fault_write = r->slot->fault_write;
+        }
     } else {
         res->end = KEVO_RUN_EXITED;
         res->code = ws >= 0 && WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
@@ -638,7 +741,7 @@ static void describe_status(int ws, struct kevo_run_result *res)
 /* The entry the runner was in, from its arena slot (the candidate may have scribbled on it). */
 static int slot_entry(const struct kevo_runner *r)
 {
-    int32_t e = r->slot ? *r->slot : -1;
+    int32_t e = r->slot ? r->slot->entry : -1;
     return e >= -2 && e < r->n_entries ? e : -1;
 }
 
@@ -695,7 +798,7 @@ static void end_runner(struct kevo_runner *r, enum kevo_run_end why, struct kevo
         res->end = KEVO_RUN_BROKEN;   // closed its channel but went on living
         return;
     }
-    describe_status(ws, res);
+    describe_status(r, ws, res);
 }
 
 /* SIGSTOP the runner and wait until every thread has stopped (or it died). */
@@ -718,7 +821,7 @@ static void stop_runner(struct kevo_runner *r, struct kevo_run_result *res)
             (void)close(r->fd);
             r->fd = -1;
             res->entry = slot_entry(r);
-            describe_status(p == r->pid ? ws : -1, res);
+            describe_status(r, p == r->pid ? ws : -1, res);
             return;
         }
         if (kevo_now() - start >= SB_STOP_WAIT_S) {
@@ -824,8 +927,9 @@ enum kevo_status kevo_runner_start(struct kevo_sandbox *sb, const char *so_path,
         return KEVO_ERR_NOMEM;
     r->fd = -1;
     r->n_entries = n_entries;
-    r->slot = (volatile int32_t *)(uintptr_t)slot;
-    *r->slot = -2;
+    r->slot = (struct kevo_runner_slot *)(uintptr_t)slot;
+    r->slot->entry = -2;
+    r->slot->fault_sig = 0;
     st = request_runner(sb, so_path, n_entries, slot, &r->pid, &r->fd, err);
     if (st)
         goto out;
@@ -884,12 +988,29 @@ enum kevo_status kevo_runner_send(struct kevo_runner *r, const struct kevo_call 
     }
     if (st)
         goto out;
+    r->slot->fault_sig = 0;
     kevo_runner_resume(r);
     // a runner that died or stopped reading shows up in kevo_runner_wait
     (void)write_until(r->fd, b.data, b.len, kevo_now() + SB_STOP_WAIT_S);
 out:
     kevo_buf_free(&b);
     return st;
+}
+
+enum kevo_status kevo_runner_open(struct kevo_runner *r, const struct kevo_span *spans, int n,
+                                  double deadline, struct kevo_run_result *res)
+{
+    size_t bytes = sizeof *spans * (size_t)n;
+    struct sb_msg m = { SB_MAGIC, SB_OPEN, ++r->seq, n, 0, (int32_t)bytes, 0 };
+
+    if (n < 0 || n > KEVO_SPANS_MAX)
+        return KEVO_ERR_INVALID;
+    r->slot->fault_sig = 0;
+    kevo_runner_resume(r);
+    // as for RUN: a runner that died or stopped reading shows up in the wait
+    if (write_until(r->fd, &m, sizeof m, kevo_now() + SB_STOP_WAIT_S) == IO_OK && bytes)
+        (void)write_until(r->fd, spans, bytes, kevo_now() + SB_STOP_WAIT_S);
+    return kevo_runner_wait(r, deadline, res);
 }
 
 enum kevo_status kevo_runner_wait(struct kevo_runner *r, double deadline,

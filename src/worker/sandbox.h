@@ -11,6 +11,12 @@
  *
  * The worker never runs candidate code. Between commands a runner is stopped (SIGSTOP),
  * so no thread the candidate left behind can work while the worker looks at memory.
+ *
+ * Guarded memory: the shared arena (the "guarded region") is inaccessible (PROT_NONE) in
+ * a runner except its slot and the spans the worker opens for the next RUN
+ * (kevo_runner_open): the blocks of that plan's own tensors. Any access elsewhere (a gap
+ * between blocks, another tensor, the harness's sealed outputs) faults; the runner's fault
+ * handler leaves the address in its slot before the signal kills it.
  * Not thread-safe: one worker thread drives the sandbox.
  */
 #ifndef KEVO_SANDBOX_H
@@ -27,7 +33,24 @@ struct kevo_sandbox_limits {
     uint64_t data_bytes;      /* RLIMIT_DATA of a runner (private memory; the arena is shared) */
     uint64_t cpu_seconds;     /* RLIMIT_CPU of a runner, summed over its threads */
     uint64_t nofile;          /* RLIMIT_NOFILE of a runner */
+    uint64_t guard_base;      /* the guarded region (page-aligned; 0: none) */
+    uint64_t guard_size;
 };
+
+/* A range of the guarded region a runner may read and write (page-aligned). */
+struct kevo_span {
+    uint64_t addr, len;
+};
+#define KEVO_SPANS_MAX 256    /* spans one kevo_runner_open may open */
+
+/* The 64 bytes of arena memory a runner reports in (kevo_runner_start's `slot`). */
+struct kevo_runner_slot {
+    volatile int32_t entry;       /* entry running now: >= 0, -1 idle, -2 loading */
+    volatile int32_t fault_sig;   /* SIGSEGV/SIGBUS the fault handler saw, else 0 */
+    volatile uint64_t fault_addr; /* the address it faulted on */
+    volatile int32_t fault_write; /* 1 a store, 0 a load, -1 unknown */
+};
+_Static_assert(sizeof(struct kevo_runner_slot) <= 64, "a runner slot is 64 bytes of arena");
 
 struct kevo_sandbox;
 struct kevo_runner;
@@ -57,12 +80,16 @@ struct kevo_run_result {
     int entry;                /* entry running when it ended: >= 0, -1 idle, -2 loading */
     int call;                 /* ARGS: index of the refused call */
     double t_reply;           /* OK/ARGS: kevo_now() when the reply was read */
+    int fault_known;          /* SIGNALED by SIGSEGV/SIGBUS and the handler saw where: */
+    uint64_t fault_addr;      /*   the address */
+    int fault_write;          /*   1 a store, 0 a load, -1 unknown */
 };
 
 /*
  * Start a runner for the shared object so_path exporting n_entries shim entries and wait
- * (until the absolute kevo_now() `deadline`) for it to report ready. `slot` is 64 bytes
- * of arena memory the runner writes the running entry index to (read after a fault). On
+ * (until the absolute kevo_now() `deadline`) for it to report ready. `slot` is a
+ * struct kevo_runner_slot of arena memory, alone on its page(s) of the guarded region:
+ * the runner reports the running entry and its last fault there. On
  * anything but KEVO_RUN_OK in *res the runner is gone and *out is NULL.
  */
 KEVO_NODISCARD enum kevo_status kevo_runner_start(struct kevo_sandbox *sb, const char *so_path,
@@ -77,6 +104,16 @@ int kevo_runner_alive(const struct kevo_runner *r);
 
 /* SIGCONT a stopped runner (kevo_runner_send does it too; time() does it before its clock). */
 void kevo_runner_resume(struct kevo_runner *r);
+
+/*
+ * Make exactly `spans` (inside the guarded region, page-aligned, at most KEVO_SPANS_MAX)
+ * readable and writable in the runner, closing the spans of the previous call, and wait
+ * for its acknowledgement until `deadline`. Faults come back in *res as for
+ * kevo_runner_wait; the return value is only for the worker's own failures.
+ */
+KEVO_NODISCARD enum kevo_status kevo_runner_open(struct kevo_runner *r,
+                                                 const struct kevo_span *spans, int n,
+                                                 double deadline, struct kevo_run_result *res);
 
 /* Continue the runner and send one RUN: `passes` times every call in order. */
 KEVO_NODISCARD enum kevo_status kevo_runner_send(struct kevo_runner *r,

@@ -195,6 +195,14 @@ static int worker_setup(struct worker *w)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    /* A stop signal sent to every kevo process at once (pkill kevo, systemd or Slurm
+     * ending a job) is the controller's to act on: it lets the evaluations in flight end,
+     * then closes this worker's pipe (or kills its group). Killed by it, a worker would
+     * leave a false `crash` verdict for the candidate it was evaluating. What it starts
+     * (compiler, CPU runners) inherits the choice; they are ended by SIGKILL. */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     if (protocol_fd(&w->fd_in) || protocol_fd(&w->fd_out)) {
         KEVO_ERROR("protocol fds %d/%d are not open: %s", w->fd_in, w->fd_out,
                    strerror(errno));
@@ -641,7 +649,9 @@ static json_t *worker_dispatch(struct worker *w, json_t *req, int *out_exit)
     else
         st = ops[i].fn(w, req, &o);
     if (st == KEVO_ERR_DEVICE || o.device_lost) {
-        KEVO_ERROR("device fault (%s): exiting", o.msg.len ? kevo_buf_str(&o.msg) : "sticky");
+        /* an expected exit: the reply says so ("exiting") and the controller reports the
+         * verdict; on the shared stderr this line would only repeat it, out of order */
+        KEVO_INFO("device fault (%s): exiting", o.msg.len ? kevo_buf_str(&o.msg) : "sticky");
         *out_exit = KEVO_WORKER_EXIT_DEVICE;
     }
     if (st) {

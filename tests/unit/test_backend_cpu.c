@@ -550,19 +550,22 @@ static void test_alloc_failures(void **state)
 static void test_alloc(void **state)
 {
     struct fx *f = *state;
-    enum { N = 5000 };
+    enum { N = 500 };
     static uint64_t a[N];
     static size_t sz[N];
     uint64_t x, y, big;
+    const uint64_t gap = (uint64_t)1 << 35, page = (uint64_t)sysconf(_SC_PAGESIZE);
 
     f->b.ops->free(f->b.ctx, 0);   // no-op
     for (int i = 0; i < N; i++) {
         sz[i] = 1 + (size_t)((i * 7919) % 20000);
         a[i] = dalloc(f, sz[i]);
         assert_int_equal(a[i] % 256, 0);
+        // guarded: the data ends where its pages end, so one byte more faults
+        assert_int_equal((a[i] + (sz[i] + 255) / 256 * 256) % page, 0);
     }
-    for (int i = 1; i < N; i++)   // first fit from an empty arena: ascending, no overlap
-        assert_true(a[i] >= a[i - 1] + sz[i - 1]);
+    for (int i = 1; i < N; i++)   // first fit: ascending, a 32 GiB gap between neighbours
+        assert_true(a[i] >= a[i - 1] + sz[i - 1] + gap);
     // freed space is reused: the same size comes back at the same place
     x = a[100];
     f->b.ops->free(f->b.ctx, x);
@@ -574,7 +577,7 @@ static void test_alloc(void **state)
         f->b.ops->free(f->b.ctx, a[i]);
     // everything coalesced: a large block fits at the very start again
     big = dalloc(f, (size_t)1 << 30);
-    assert_true(big == a[0]);
+    assert_true(big < a[0] && big >= a[0] - page);
 
     // upload / download / fill32 and their bounds
     char buf[1000], back[1000];
@@ -653,6 +656,65 @@ static void test_abort(void **state)
 {
     expect_crash(*state, "#include <stdlib.h>\nvoid ab(int *p) { (void)p; abort(); }\n", "ab",
                  "runner killed by SIGABRT during 'ab'");
+}
+
+/* The address space runs out before memory does (each block costs a gap): NOMEM, and
+ * freeing gives it all back. */
+static void test_alloc_space(void **state)
+{
+    struct fx *f = *state;
+    static uint64_t a[8192];
+    int n = 0;
+
+    while (n < 8192 && f->b.ops->alloc(f->b.ctx, 4096, &a[n]) == KEVO_OK)
+        n++;
+    assert_true(n >= 30 && n < 8192);   // CPU_SPACE_MIN / gap at least
+    for (int i = 0; i < n; i++)
+        f->b.ops->free(f->b.ctx, a[i]);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(f->b.ops->alloc(f->b.ctx, 4096, &a[i]), KEVO_OK);
+    for (int i = 0; i < n; i++)
+        f->b.ops->free(f->b.ctx, a[i]);
+    assert_backend_works(f);
+}
+
+/*
+ * Guarded memory: a runner can reach only the blocks of the plan it runs. A store into
+ * another live block (the harness's buffers), into the gap after its own, or a load far
+ * before it faults, and ops.fault gives the address and whether it was a store.
+ */
+static void test_guarded_memory(void **state)
+{
+    struct fx *f = *state;
+    struct kevo_module *m = compile1(f, "void poke(long *p, long off, long load)\n"
+                                        "{ if (load) p[0] = ((volatile long *)p)[off];\n"
+                                        "  else p[off] = 7; }\n", "poke");
+    uint64_t a = dalloc(f, 4096), other = dalloc(f, 4096), addr = 0;
+    struct kevo_val args[3] = { P(a), I(0), I(0) };
+    int write = -1;
+
+    assert_int_equal(run1(f, m, args, 3), KEVO_OK);   // its own block: fine
+    assert_int_equal(read_i64(f, a), 7);
+    assert_int_equal(f->b.ops->fault(f->b.ctx, &addr, &write), 0);
+    const int64_t offs[3] = { (int64_t)(other - a) / 8, 512, -(1L << 20) };
+    for (int i = 0; i < 3; i++) {
+        args[1] = I(offs[i]);
+        args[2] = I(i == 2);
+        assert_int_equal(run1(f, m, args, 3), KEVO_ERR_DEVICE);
+        assert_non_null(strstr(kevo_buf_str(&f->err), "SIGSEGV during 'poke'"));
+        assert_int_equal(f->b.ops->fault(f->b.ctx, &addr, &write), 1);
+        assert_true(addr == a + (uint64_t)(offs[i] * 8));
+        assert_int_equal(write, i == 2 ? 0 : 1);
+        f->b.ops->module_free(f->b.ctx, m);
+        m = compile1(f, "void poke(long *p, long off, long load)\n"
+                        "{ if (load) p[0] = ((volatile long *)p)[off];\n"
+                        "  else p[off] = 7; }\n", "poke");
+    }
+    assert_int_equal(read_i64(f, other), 0);   // the other block was never written
+    f->b.ops->module_free(f->b.ctx, m);
+    f->b.ops->free(f->b.ctx, a);
+    f->b.ops->free(f->b.ctx, other);
+    assert_backend_works(f);
 }
 
 static void test_wild_writes(void **state)
@@ -1010,6 +1072,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fault_found_by_memory_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alloc_space, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guarded_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segfault, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit, setup, teardown),

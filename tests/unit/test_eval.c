@@ -5,7 +5,9 @@
  * NaN, nondeterminism, stale cached results, shape hardcoding, behaving differently while
  * timed (wrong results, or no work), launch errors, crashes, timeouts, compile and parse
  * errors, holdout failures and times below the speed-of-light floor. Also the request
- * decoder, the module cache, timing fields and that no device buffer leaks.
+ * decoder, the module cache, timing fields and that no device buffer leaks; a scratch the
+ * device cannot hold (once, or again for timing), and, on the real CPU backend, a huge
+ * scratch and every host allocation of an evaluation failed in turn.
  */
 #include "testutil.h"
 
@@ -82,7 +84,8 @@ static const char *cand(const char *kernel)
 {
     snprintf(cand_buf, sizeof cand_buf,
              "// kevo launch %s grid=cdiv(N,256) block=256 (x, y, z, alpha, N)\n"
-             "extern \"C\" __global__ void %s() {}\n", kernel, kernel);
+             "extern \"C\" __global__ void %s(const float *x, const float *y, float *z,\n"
+             "                                  float alpha, int n) {}\n", kernel, kernel);
     return cand_buf;
 }
 
@@ -748,6 +751,70 @@ static void test_cache_eviction(void **state)
     assert_int_equal(x->f.n_compiles, 13);           /* the reference once, 12 candidates */
 }
 
+/* The fake backend with room for at most `scratch_room` live buffers of the scratch's
+ * size (the only buffers that large): the device the candidate's scratch fills. */
+static const struct kevo_backend_ops *tight_real;
+static size_t scratch_size;
+static int scratch_room, scratch_live;
+static uint64_t scratch_addr[8];
+
+static enum kevo_status tight_alloc(void *ctx, size_t bytes, uint64_t *out)
+{
+    if (bytes >= scratch_size && scratch_live >= scratch_room) {
+        *out = 0;
+        return KEVO_ERR_NOMEM;
+    }
+    enum kevo_status st = tight_real->alloc(ctx, bytes, out);
+    if (!st && bytes >= scratch_size)
+        scratch_addr[scratch_live++] = *out;
+    return st;
+}
+
+static void tight_free(void *ctx, uint64_t addr)
+{
+    for (int i = 0; addr && i < scratch_live; i++) {
+        if (scratch_addr[i] == addr)
+            scratch_addr[i] = scratch_addr[--scratch_live];
+    }
+    tight_real->free(ctx, addr);
+}
+
+/* A scratch the device holds once but not twice leaves no room for a second timing set:
+ * the candidate's launch_error, never kevo's failure. Room for two of them only means
+ * fewer timing sets. */
+static void test_scratch_fills_device(void **state)
+{
+    static struct kevo_backend_ops ops;   /* static: the teardown may still use it */
+    struct fx *x = *state;
+
+    tight_real = x->b.ops;
+    ops = *x->b.ops;
+    ops.alloc = tight_alloc;
+    ops.free = tight_free;
+    x->b.ops = &ops;
+    scratch_size = 64 * 4099 * 4;       /* tmp at the larger workload */
+    scratch_room = 1;
+    scratch_live = 0;
+    x->req.cand_text = "// kevo scratch tmp f32[N*64]\n"
+                       "// kevo launch good grid=cdiv(N,256) block=256 (x, y, z, alpha, N)\n";
+    x->req.timing = 1;
+    x->req.time_cap_s = 0.01;
+    json_t *r = run(x, KEVO_OK);
+    assert_verdict(r, "launch_error");
+    assert_non_null(strstr(json_string_value(json_object_get(r, "message")),
+                           "cannot allocate scratch tmp (1049344 bytes) a second time, "
+                           "for timing"));
+    assert_string_equal(evs(r, "scratch"), "tmp");
+    scratch_room = 2;
+    r = run(x, KEVO_OK);
+    assert_verdict(r, "ok");
+    json_t *w1 = json_array_get(json_object_get(r, "workloads"), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(w1, "time"), "sets")), 2);
+    assert_int_equal(scratch_live, 0);
+    kevo_eval_cache_clear(&x->b);       /* the modules were cached under these ops */
+    x->b.ops = tight_real;
+}
+
 /* A broken reference is kevo's error while judging a candidate, a verdict when it is the
  * one being evaluated. */
 static void test_broken_reference(void **state)
@@ -789,6 +856,202 @@ static void test_alloc_failures(void **state)
         }
     }
     assert_true(n_ok > 0);                 /* past the last allocation it succeeds */
+}
+
+/* ---- on the real CPU backend ---- */
+
+static const char TASK_CPU_ADD[] =
+    "// kevo task cpu_add\n"
+    "// kevo size N=1000\n"
+    "// kevo size N=4099\n"
+    "// kevo input x f32[N] normal(1,2)\n"
+    "// kevo input y f32[N] uniform(-1,3)\n"
+    "// kevo output z f32[N]\n"
+    "// kevo bytes 12*N\n"
+    "// kevo call add_ref(x, y, z, N)\n"
+    "void add_ref(const float *x, const float *y, float *z, int n)\n"
+    "{ for (int i = 0; i < n; i++) z[i] = x[i] + y[i]; }\n";
+
+/* The same with one visible workload (the allocation sweep runs it hundreds of times). */
+static const char TASK_CPU_ADD_ONE[] =
+    "// kevo task cpu_add\n"
+    "// kevo size N=1000\n"
+    "// kevo holdout N=4099\n"
+    "// kevo input x f32[N] normal(1,2)\n"
+    "// kevo input y f32[N] uniform(-1,3)\n"
+    "// kevo output z f32[N]\n"
+    "// kevo bytes 12*N\n"
+    "// kevo call add_ref(x, y, z, N)\n"
+    "void add_ref(const float *x, const float *y, float *z, int n)\n"
+    "{ for (int i = 0; i < n; i++) z[i] = x[i] + y[i]; }\n";
+
+/* A scratch of 400 GB: sizes fine (under the 1 TiB cap), more than any arena (64 GiB). */
+static const char CAND_CPU_HUGE_SCRATCH[] =
+    "// kevo scratch tmp f32[N*100000000]\n"
+    "// kevo call add(x, y, z, N)\n"
+    "void add(const float *x, const float *y, float *z, int n)\n"
+    "{ for (int i = 0; i < n; i++) z[i] = x[i] + y[i]; }\n";
+
+static const char CAND_CPU_ADD[] =
+    "// kevo scratch tmp f32[N]\n"
+    "// kevo call add(x, y, z, tmp, N)\n"
+    "void add(const float *x, const float *y, float *z, float *tmp, int n)\n"
+    "{ for (int i = 0; i < n; i++) { tmp[i] = x[i]; z[i] = tmp[i] + y[i]; } }\n";
+
+/* The CPU backend with its alloc/free counted, so a test can see every buffer freed. */
+static const struct kevo_backend_ops *cpu_real;
+static int cpu_live;
+
+static enum kevo_status cpu_counted_alloc(void *ctx, size_t bytes, uint64_t *out)
+{
+    enum kevo_status st = cpu_real->alloc(ctx, bytes, out);
+    cpu_live += st == KEVO_OK;
+    return st;
+}
+
+static void cpu_counted_free(void *ctx, uint64_t addr)
+{
+    cpu_live -= addr != 0;
+    cpu_real->free(ctx, addr);
+}
+
+struct cpu_fx {
+    struct kevo_backend b;
+    struct kevo_backend_ops ops;
+    struct kevo_eval_req req;
+    json_t *res;
+};
+
+static int cpu_setup(void **state)
+{
+    struct cpu_fx *x = kevo_calloc(1, sizeof *x);
+    struct kevo_buf err;
+
+    kevo_buf_init(&err, 1 << 16);
+    if (!x || kevo_backend_open_cpu(&x->b, &err) != KEVO_OK) {
+        print_message("no CPU backend: %s\n", kevo_buf_str(&err));
+        kevo_buf_free(&err);
+        kevo_free(x);
+        return -1;
+    }
+    kevo_buf_free(&err);
+    cpu_real = x->b.ops;
+    cpu_live = 0;
+    x->ops = *x->b.ops;
+    x->ops.alloc = cpu_counted_alloc;
+    x->ops.free = cpu_counted_free;
+    x->b.ops = &x->ops;
+    x->req.task_path = "cpu_add.c";
+    x->req.task_text = TASK_CPU_ADD;
+    x->req.cand_path = "cand.c";
+    x->req.seed = 0x2468ace0ull;
+    x->req.trials = 3;
+    *state = x;
+    return 0;
+}
+
+static int cpu_teardown(void **state)
+{
+    struct cpu_fx *x = *state;
+
+    json_decref(x->res);
+    kevo_eval_cache_clear(&x->b);
+    x->b.ops = cpu_real;
+    kevo_backend_close(&x->b);
+    kevo_free(x);
+    return 0;
+}
+
+/* A scratch larger than the device is the candidate's launch_error, naming the scratch
+ * and its size; the worker lives on, and the next candidate is evaluated as usual. */
+static void test_cpu_huge_scratch(void **state)
+{
+    struct cpu_fx *x = *state;
+
+    x->req.cand_text = CAND_CPU_HUGE_SCRATCH;
+    assert_int_equal(kevo_eval_run(&x->b, &x->req, &x->res), KEVO_OK);
+    assert_verdict(x->res, "launch_error");
+    assert_string_equal(evs(x->res, "scratch"), "tmp");
+    assert_true(evi(x->res, "bytes") == 400000000000ll);
+    assert_non_null(strstr(json_string_value(json_object_get(x->res, "message")),
+                           "cannot allocate scratch tmp"));
+    assert_int_equal(cpu_live, 0);
+    json_decref(x->res);
+    x->req.cand_text = CAND_CPU_ADD;
+    x->req.timing = 1;
+    x->req.time_cap_s = 0.01;
+    assert_int_equal(kevo_eval_run(&x->b, &x->req, &x->res), KEVO_OK);
+    assert_verdict(x->res, "ok");
+    assert_int_equal(cpu_live, 0);
+}
+
+/* Did the failure armed with kevo_mem_fail_after(n) fire? Not if one of the next n
+ * allocations fails instead: the run then made fewer than n. */
+static int injected_fired(long n)
+{
+    for (long i = 0; i < n; i++) {
+        void *p = kevo_malloc(1);
+        if (!p)
+            return 0;
+        kevo_free(p);
+    }
+    return 1;
+}
+
+/* Fail each host allocation of x->req's evaluation in turn, jansson's included (the
+ * compiled modules stay cached after the first success, as in a worker), until a run makes
+ * fewer allocations than the one failed: every run ends in a clean out-of-memory status or
+ * in verdict ok (the evaluated code is correct, so any other verdict would blame it for
+ * kevo's failure), and no device buffer is left behind. Returns the failed runs. */
+static int cpu_sweep(struct cpu_fx *x)
+{
+    enum kevo_status st = KEVO_ERR_NOMEM;
+    int n_fail = 0, fired = 1;
+
+    json_set_alloc_funcs(kevo_malloc, kevo_free);
+    for (long n = 1; n <= 5000 && fired; n++) {
+        json_decref(x->res);
+        x->res = NULL;
+        kevo_mem_fail_after(n);
+        st = kevo_eval_run(&x->b, &x->req, &x->res);
+        fired = injected_fired(n);
+        kevo_mem_fail_after(0);
+        assert_int_equal(cpu_live, 0);
+        if (st == KEVO_OK) {
+            assert_non_null(x->res);
+            assert_verdict(x->res, "ok");
+        } else if (st != KEVO_ERR_NOMEM) {
+            json_set_alloc_funcs(malloc, free);
+            fail_msg("allocation %ld: status %s, message %s", n, kevo_status_name(st),
+                     json_string_value(json_object_get(x->res, "message")));
+        }
+        n_fail += st != KEVO_OK;
+    }
+    json_set_alloc_funcs(malloc, free);
+    assert_false(fired);            /* the sweep got past the last allocation ... */
+    assert_int_equal(st, KEVO_OK);  /* ... where the evaluation succeeds */
+    return n_fail;
+}
+
+/* The sweep over a candidate's evaluation with timing, then over the reference's own
+ * evaluation with a dump. make asan checks that no host memory leaks on the way. */
+static void test_cpu_alloc_failures(void **state)
+{
+    struct cpu_fx *x = *state;
+    char dir[64];
+
+    x->req.task_text = TASK_CPU_ADD_ONE;
+    x->req.cand_text = CAND_CPU_ADD;
+    x->req.timing = 1;
+    x->req.time_cap_s = 0.005;
+    assert_true(cpu_sweep(x) > 50);     /* many allocations really were failed on the way */
+    (void)test_scratch(dir, sizeof dir, "evaldump");
+    assert_true(dir[0]);
+    x->req.cand_text = NULL;
+    x->req.timing = 0;
+    x->req.dump_dir = dir;
+    assert_true(cpu_sweep(x) > 20);
+    assert_int_equal(test_scratch_remove(dir), 0);
 }
 
 /* ---- the request decoder ---- */
@@ -880,8 +1143,11 @@ int main(void)
         T(test_holdout),
         T(test_params_and_cache),
         T(test_cache_eviction),
+        T(test_scratch_fills_device),
         T(test_broken_reference),
         T(test_alloc_failures),
+        cmocka_unit_test_setup_teardown(test_cpu_huge_scratch, cpu_setup, cpu_teardown),
+        cmocka_unit_test_setup_teardown(test_cpu_alloc_failures, cpu_setup, cpu_teardown),
         cmocka_unit_test(test_req_from_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

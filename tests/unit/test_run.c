@@ -3,7 +3,10 @@
  * search finds the known best configuration of tests/search/landscape.c with fewer
  * evaluations than an exhaustive sweep; islands and the elites grid are populated; each
  * budget stops the run; a run killed with SIGKILL resumes without losing or re-evaluating
- * anything; `kevo runs` reports it; `kevo export` writes files whose test passes; and
+ * anything, and `kevo runs` shows it interrupted meanwhile (its controller is gone, which
+ * test_owner_liveness forges in every way it can be); a done run's resume without a
+ * larger budget is refused and leaves it replayable; `kevo runs` reports a run;
+ * `kevo export` writes files whose test passes; and
  * `--replay` reproduces a run from its archive record (a time-limited one included),
  * refusing what it cannot reproduce (a resumed run) with the reason.
  * Needs KEVO_BIN (make test sets it): the workers are that binary.
@@ -277,6 +280,30 @@ static void test_budgets(void **state)
     assert_true(strcmp(reason(r), "stagnation") == 0);
     assert_true(json_integer_value(json_object_get(r, "evaluations")) < 40);
     replay_identical(archive, id, r);
+    /* done below its own budget: resumed without a larger --budget it is refused, before
+     * anything is written (no second session, no second held-out gate), so it still
+     * replays; the refusal names no run of this call */
+    struct kevo_run_opts ro;
+    char *out = NULL, *msg = NULL;
+    int64_t rid = -1;
+    kevo_run_opts_default(&ro);
+    ro.archive = archive;
+    ro.resume = id;
+    assert_int_equal(kevo_run(NULL, &ro, NULL, NULL, NULL, &rid, &out, &msg), KEVO_ERR_INVALID);
+    assert_non_null(strstr(msg, "is done: stopped by stagnation after"));
+    assert_non_null(strstr(msg, "replays it"));
+    assert_null(out);
+    assert_int_equal(rid, 0);
+    kevo_free(msg);
+    struct kevo_archive *a = NULL;
+    struct kevo_run_rec rec;
+    assert_int_equal(kevo_archive_open(archive, &a, NULL), KEVO_OK);
+    assert_int_equal(kevo_archive_run_get(a, id, &rec), KEVO_OK);
+    assert_int_equal(rec.status, KEVO_RUN_DONE);
+    assert_int_equal(rec.sessions, 1);
+    kevo_archive_run_clear(&rec);
+    kevo_archive_close(a);
+    replay_identical(archive, id, r);
     json_decref(r);
     opts(&o, archive, sizeof archive, "budgets.db");
     o.time_s = 2.0;
@@ -407,6 +434,125 @@ static void check_once(const char *db, int64_t *n_done)
     sqlite3_close(s);
 }
 
+static char runs_status_text[32];
+static int64_t runs_owner_pid;
+
+/* The status `kevo runs` shows for run id of db (0: the first of the list, the newest),
+ * and that run's owner pid into runs_owner_pid. */
+static const char *runs_status(const char *db, int64_t id)
+{
+    char *js = NULL, *msg = NULL;
+
+    if (kevo_runs_json(db, id, &js, &msg) != KEVO_OK)
+        fail_msg("kevo runs: %s", msg ? msg : "?");
+    json_t *d = json_loads(js, 0, NULL);
+    json_t *r = id ? d : json_array_get(json_object_get(d, "runs"), 0);
+    snprintf(runs_status_text, sizeof runs_status_text, "%s",
+             json_string_value(json_object_get(r, "status")));
+    runs_owner_pid = json_integer_value(json_object_get(json_object_get(r, "owner"), "pid"));
+    json_decref(d);
+    kevo_free(js);
+    kevo_free(msg);
+    return runs_status_text;
+}
+
+/* A pid no process has: a child that exited and was reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    return pid;
+}
+
+/* A run whose row says `running`: shown as such while its controller lives (and refused
+ * a second controller), `interrupted` once that process is gone from this host (a dead
+ * pid, or the pid of another process since), as it was where that cannot be told (another
+ * host, a row from before the owner was recorded); and resumed then. */
+static void test_owner_liveness(void **state)
+{
+    struct kevo_run_opts o;
+    struct kevo_proc_id me;
+    char archive[512], sql[600], *out = NULL, *msg = NULL;
+    int64_t id = 0;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    opts(&o, archive, sizeof archive, "owner.db");
+    o.budget = 3;
+    json_decref(run(&o, &id));
+    assert_string_equal(runs_status(archive, id), "done");
+    kevo_proc_self(&me);
+    assert_int_equal(runs_owner_pid, me.pid);   /* the run was this process's */
+    /* "running", by this very process: alive, so a resume is refused */
+    snprintf(sql, sizeof sql, "UPDATE runs SET status = 'running', owner_pid = %lld,"
+             " owner_host = '%s', owner_start = %lld WHERE id = %lld", (long long)me.pid,
+             me.host, (long long)me.start, (long long)id);
+    raw_sql(archive, sql);
+    assert_string_equal(runs_status(archive, 0), "running");
+    assert_string_equal(runs_status(archive, id), "running");
+    opts(&o, archive, sizeof archive, "owner.db");
+    o.resume = id;
+    o.budget = 5;
+    assert_int_equal(kevo_run(NULL, &o, NULL, NULL, NULL, NULL, &out, &msg), KEVO_ERR_INVALID);
+    assert_non_null(strstr(msg, "is running (kevo pid"));
+    kevo_free(msg);
+    /* the same pid, another start time: the pid was given to another process since */
+    snprintf(sql, sizeof sql, "UPDATE runs SET owner_start = owner_start + 1 WHERE id = %lld",
+             (long long)id);
+    raw_sql(archive, sql);
+    assert_string_equal(runs_status(archive, id), "interrupted");
+    /* a pid nobody has: interrupted, in the list and alone */
+    snprintf(sql, sizeof sql, "UPDATE runs SET owner_pid = %lld WHERE id = %lld",
+             (long long)dead_pid(), (long long)id);
+    raw_sql(archive, sql);
+    assert_string_equal(runs_status(archive, 0), "interrupted");
+    assert_string_equal(runs_status(archive, id), "interrupted");
+    /* another host's pid, or none recorded (an archive before schema 5): cannot tell */
+    snprintf(sql, sizeof sql, "UPDATE runs SET owner_host = 'elsewhere.invalid' WHERE id = %lld",
+             (long long)id);
+    raw_sql(archive, sql);
+    assert_string_equal(runs_status(archive, id), "running");
+    snprintf(sql, sizeof sql, "UPDATE runs SET owner_pid = NULL, owner_host = NULL,"
+             " owner_start = NULL WHERE id = %lld", (long long)id);
+    raw_sql(archive, sql);
+    assert_string_equal(runs_status(archive, 0), "running");
+    /* interrupted: resumed to its budget, owned by this process again */
+    snprintf(sql, sizeof sql, "UPDATE runs SET owner_pid = %lld, owner_host = '%s' WHERE"
+             " id = %lld", (long long)dead_pid(), me.host, (long long)id);
+    raw_sql(archive, sql);
+    assert_string_equal(runs_status(archive, id), "interrupted");
+    if (kevo_run(NULL, &o, NULL, NULL, NULL, NULL, &out, &msg) != KEVO_OK)
+        fail_msg("resume of an interrupted run: %s", msg ? msg : "?");
+    json_t *r = json_loads(out, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(r, "evaluations")), 5);
+    json_decref(r);
+    kevo_free(out);
+    kevo_free(msg);
+    assert_string_equal(runs_status(archive, id), "done");
+    assert_int_equal(runs_owner_pid, me.pid);
+    /* an archive of schema 4 (no owner columns) with a run left running: migrated on
+     * open, read as it was (running, no owner) */
+    sqlite3 *db = NULL;
+    snprintf(archive, sizeof archive, "%s/v4.db", dir);
+    assert_int_equal(sqlite3_open(archive, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA application_id = 1262835279;", NULL, NULL, NULL),
+                     SQLITE_OK);
+    for (int v = 0; v < 4; v++)
+        assert_int_equal(sqlite3_exec(db, kevo_archive_test_migration(v), NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 4;"
+                                      "INSERT INTO sources VALUES ('h', 'x', 1);"
+                                      "INSERT INTO runs(id, task_name, task_hash, config_json,"
+                                      " status, started, updated) VALUES (1, 't', 'h', '{}',"
+                                      " 'running', 0, 0);", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_string_equal(runs_status(archive, 1), "running");
+    assert_int_equal(runs_owner_pid, 0);
+}
+
 static void test_resume_after_sigkill(void **state)
 {
     char db[512], budget[16] = "30";
@@ -439,6 +585,10 @@ static void test_resume_after_sigkill(void **state)
     waitpid(pid, NULL, 0);
     assert_true(nd >= 4);
     kevo_archive_close(a);
+    /* its row still says running, but its controller is gone: shown interrupted */
+    assert_string_equal(runs_status(db, 0), "interrupted");
+    assert_string_equal(runs_status(db, 1), "interrupted");
+    assert_int_equal(runs_owner_pid, pid);
     /* killed: what it had in flight is lost, so it cannot be replayed */
     char *kmsg = NULL;
     json_t *kr = NULL;
@@ -526,6 +676,7 @@ int main(void)
         cmocka_unit_test(test_replay_two_workers),
         cmocka_unit_test(test_replay_h100_archive),
         cmocka_unit_test(test_resume_after_sigkill),
+        cmocka_unit_test(test_owner_liveness),
         cmocka_unit_test(test_bad_seed_is_a_clear_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

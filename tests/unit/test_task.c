@@ -1,5 +1,5 @@
 /*
- * test_task - task and candidate files (src/task.h): the TASK_FORMAT.md examples, every
+ * test_task - task and candidate files (src/core/task.h): the docs/task-format.md examples, every
  * error class with its exact line and column, workload environments with params,
  * candidate rules, tolerances, flags, file loading, and every allocation-failure point.
  */
@@ -399,7 +399,7 @@ static void test_candidate(void **state)
     assert_int_equal(kevo_tensor_numel(&c->tensors[0], &env, &n, NULL), KEVO_OK);
     assert_int_equal(n, 4096 * 8);
     kevo_task_free(c);
-    /* the TASK_FORMAT.md candidate */
+    /* the docs/task-format.md candidate */
     c = cand_ok(t, "c.cu", softmax_cand);
     assert_string_equal(c->launches[0].block[0], "THREADS");
     kevo_task_free(c);

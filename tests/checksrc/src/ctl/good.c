@@ -25,3 +25,9 @@ int good(const struct ops *ops, void *p, char *line, FILE *f)
     kevo_free(NULL);
     return good_pair(n, msg[0]).a + snprintf(line, 8, "%d, %d", 1, 2);
 }
+
+/* json_pack formats whose arguments match: s# and s% take a length too, n none. */
+static void *good_pack(const char *s)
+{
+    return json_pack("{s:s#, s:n, s:[i, I], s:s%}", "a", s, 1, "b", "c", 2, 3, "d", s, 4);
+}
