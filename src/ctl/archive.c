@@ -194,6 +194,21 @@ static enum kevo_status open_db(struct kevo_archive *a)
     return KEVO_OK;
 }
 
+enum kevo_status kevo_archive_open_existing(const char *path, struct kevo_archive **out,
+                                           char **out_msg)
+{
+    struct stat s;
+
+    *out = NULL;
+    *out_msg = NULL;
+    if (stat(path, &s) != 0) {
+        *out_msg = kevo_strdupf("%s: no such archive (%s; kevo run creates one)", path,
+                                strerror(errno));
+        return KEVO_ERR_NOTFOUND;
+    }
+    return kevo_archive_open(path, out, out_msg);
+}
+
 enum kevo_status kevo_archive_open(const char *path, struct kevo_archive **out, char **out_msg)
 {
     struct kevo_archive *a = NULL;

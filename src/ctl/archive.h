@@ -41,6 +41,11 @@ struct kevo_archive;                   /* opaque */
  * NULL; kevo_free it) says why; on success it is set to NULL. */
 KEVO_NODISCARD enum kevo_status kevo_archive_open(const char *path, struct kevo_archive **out,
                                                   char **out_msg);
+/* The same for commands that only read what a run left: a path that does not exist is
+ * KEVO_ERR_NOTFOUND ("PATH: no such archive"), never a new empty database. */
+KEVO_NODISCARD enum kevo_status kevo_archive_open_existing(const char *path,
+                                                           struct kevo_archive **out,
+                                                           char **out_msg);
 void kevo_archive_close(struct kevo_archive *a);           /* NULL: no-op */
 const char *kevo_archive_errmsg(const struct kevo_archive *a);   /* borrowed */
 

@@ -156,7 +156,7 @@ static enum kevo_status open_archive(const char *path, struct kevo_archive **a, 
         return st;
     }
     path = path ? path : def;
-    st = kevo_archive_open(path, a, &m);
+    st = kevo_archive_open_existing(path, a, &m);   /* pending/import need its run */
     if (st)
         *msg = m ? m : kevo_strdupf("%s: %s", path, kevo_status_name(st));
     else

@@ -804,7 +804,7 @@ enum kevo_status kevo_export(const char *archive, int64_t run, const char *dir, 
     kevo_buf_init(&msg, 1 << 16);
     if (!archive && (st = kevo_run_default_archive(def, sizeof def)) == KEVO_OK)
         archive = def;
-    if (!st && (st = kevo_archive_open(archive, &a, &m)) != KEVO_OK)
+    if (!st && (st = kevo_archive_open_existing(archive, &a, &m)) != KEVO_OK)
         kevo_buf_say(&msg, "%s", m ? m : archive);
     if (!st)
         st = final_of(a, run, &id, &best, &msg);

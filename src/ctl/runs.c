@@ -163,7 +163,7 @@ enum kevo_status kevo_runs_json(const char *archive, int64_t id, char **out_json
         return st;
     }
     archive = archive ? archive : def;
-    st = kevo_archive_open(archive, &a, &m);
+    st = kevo_archive_open_existing(archive, &a, &m);
     if (st) {
         *out_msg = m ? m : kevo_strdupf("%s: %s", archive, kevo_status_name(st));
         return st;

@@ -239,7 +239,7 @@ static enum kevo_status open_archive(const char *archive, struct kevo_archive **
         return st;
     }
     archive = archive ? archive : def;
-    st = kevo_archive_open(archive, a, &m);
+    st = kevo_archive_open_existing(archive, a, &m);
     if (st)
         *out_msg = m ? m : kevo_strdupf("%s: %s", archive, kevo_status_name(st));
     return st;

@@ -669,6 +669,27 @@ static void test_runs_candidates_and_show(void **state)
     assert_int_equal(test_scratch_remove(tmp), 0);
 }
 
+/* Commands that read what runs left refuse a missing archive instead of creating one. */
+static void test_missing_archive(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char dir[] = "/tmp/kevo-noarch-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/typo.db", dir);
+    const char *cmds[][6] = { { "runs", "--archive", path, NULL },
+                              { "runs", "1", "--archive", path, NULL },
+                              { "show", "1", "--archive", path, NULL },
+                              { "export", "1", "--archive", path, "--out", dir } };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        assert_int_equal(kevo(cmds[i][0], cmds[i][1], cmds[i][2], cmds[i][3], cmds[i][4],
+                              cmds[i][5], NULL), 1);
+        assert_non_null(strstr(err_text, "no such archive"));
+        assert_int_equal(access(path, F_OK), -1);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* The words for a candidate (ctl/show.h), on results of this kevo and of older ones whose
  * scratch names had the run's directory in them. */
 static void test_show_names(void **state)
@@ -733,6 +754,7 @@ int main(void)
         cmocka_unit_test(test_runs_candidates_and_show),
         cmocka_unit_test(test_eval_evidence_once),
         cmocka_unit_test(test_show_names),
+        cmocka_unit_test(test_missing_archive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
