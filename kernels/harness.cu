@@ -11,6 +11,9 @@
  *   kevo_harness_timestamp  launched over many blocks; the one that lands on SM 0 records
  *                           %globaltimer (ns) and clock64 (SM cycles). Two of them around a
  *                           sample give the SM clock: dclock / dglobaltimer.
+ *   kevo_harness_evict      reads a buffer of 2 x L2, so L2 ends up holding its clean lines:
+ *                           whatever was cached before, dirty lines included, is written back
+ *                           and evicted now, not during the timed kernel that follows.
  *
  * Stand-alone check: nvcc -arch=sm_90a -cubin kernels/harness.cu -o /tmp/harness.cubin
  * Variants: none. Every kernel is extern "C" so the host finds it by its name.
@@ -64,6 +67,24 @@ extern "C" __global__ void kevo_harness_timestamp(volatile unsigned long long *o
     const unsigned long long gt = kevo_globaltimer();
     out[0] = gt;
     out[1] = clk;
+}
+
+/* Read n16 16-byte words at p through L2 (ld.global.cg). A zeroing memset would flush as
+ * well, but it leaves L2 full of dirty lines, and the timed kernel would pay for writing
+ * them back (+4-8% on large memory-bound kernels, more on small ones, against ncu's
+ * invalidated caches). The XOR only reaches *sink if it equals key, which the caller makes
+ * impossible in practice, so the loads cannot be optimised away and nothing is written. */
+extern "C" __global__ void kevo_harness_evict(const uint4 *p, unsigned long long n16,
+                                              unsigned int *sink, unsigned int key)
+{
+    unsigned int acc = 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < n16; i += (unsigned long long)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcg(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == key)
+        *sink = acc;
 }
 #endif   /* KEVO_HARNESS_ON_HOST */
 

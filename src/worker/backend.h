@@ -81,6 +81,14 @@ struct kevo_val {
  */
 #define KEVO_ENTRY_FILL (-1)
 
+/*
+ * A call whose entry is KEVO_ENTRY_EVICT reads args[1].i bytes at args[0].ptr (16-byte
+ * aligned) so that the cache holds clean lines of that buffer afterwards: a cold start
+ * that leaves nothing dirty for the next kernel to write back (CUDA; the CPU backend
+ * refuses it). kevo_call_evict builds one.
+ */
+#define KEVO_ENTRY_EVICT (-2)
+
 /* One launch of the plan with every expression evaluated. */
 struct kevo_call {
     int entry;                /* index into the module's entries */
@@ -101,6 +109,18 @@ static inline struct kevo_call kevo_call_fill(uint64_t dst, size_t bytes, uint32
     c.args[1].i = (int64_t)bytes;
     c.args[2].kind = KEVO_VAL_INT;
     c.args[2].i = (int64_t)pattern;
+    return c;
+}
+
+/* A KEVO_ENTRY_EVICT call. */
+static inline struct kevo_call kevo_call_evict(uint64_t buf, size_t bytes)
+{
+    struct kevo_call c = {.entry = KEVO_ENTRY_EVICT, .grid = {1, 1, 1}, .block = {1, 1, 1},
+                          .n_args = 2};
+    c.args[0].kind = KEVO_VAL_PTR;
+    c.args[0].ptr = buf;
+    c.args[1].kind = KEVO_VAL_INT;
+    c.args[1].i = (int64_t)bytes;
     return c;
 }
 

@@ -44,6 +44,8 @@
 #define HENT_GEN            2            /* harness entries of the verification ops */
 #define HENT_SEAL           3
 #define HENT_JUDGE          4
+#define HENT_EVICT          5            /* kevo_harness_evict: the clean cold start */
+#define EVICT_KEY           0x1E3779B9   /* what the evict kernel's XOR must equal to write */
 #define V_THREADS           256          /* = KV_THREADS in kernels/harness.cu */
 #define JUDGE_MAX_BLOCKS    1024         /* the judge's grid: a function of n only ... */
 #define JUDGE_PER_BLOCK     4096         /* ... so a result never depends on the device */
@@ -68,7 +70,7 @@ struct cuda_ctx {
     CUstream stream;                     /* the harness stream */
     struct kevo_device_info info;
     int max_grid[3], max_block[3];
-    CUdeviceptr flush;                   /* 2 x L2, zeroed before a cold sample */
+    CUdeviceptr flush;                   /* 2 x L2, read before a cold sample (evict) */
     size_t flush_bytes;
     void *host_words;                    /* host-mapped: release/timeout flags, stamps */
     CUdeviceptr dev_words;
@@ -76,6 +78,7 @@ struct cuda_ctx {
     struct kevo_module *harness;         /* entry 0: kevo_harness_block, 1: _timestamp,
                                             2-4: kevo_harness_gen, _seal, _judge */
     CUdeviceptr vdev;                    /* judge parts, then the gen_check result word */
+    CUdeviceptr sink;                    /* the evict kernel's never-written word */
     void *vhost;                         /* pinned: where they are read back */
     int lost;                            /* a sticky fault was seen */
     struct kevo_buf msg;                 /* last message of calls without an err buffer */
@@ -622,6 +625,26 @@ static enum kevo_status check_dims(const struct cuda_ctx *c, const struct cuda_e
     return KEVO_OK;
 }
 
+static uint32_t stride_grid(const struct cuda_ctx *c, int64_t items);
+static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
+                                    const struct kevo_call *call, int i, struct prepared *p,
+                                    struct kevo_buf *err);
+
+/* The harness's evict kernel over [buf, buf + bytes) (its sink: c->sink). */
+static enum kevo_status prepare_evict(struct cuda_ctx *c, uint64_t buf, uint64_t bytes, int i,
+                                      struct prepared *p, struct kevo_buf *err)
+{
+    struct kevo_call k = {.entry = HENT_EVICT, .block = {V_THREADS, 1, 1}, .n_args = 4};
+    k.grid[0] = stride_grid(c, (int64_t)(bytes / 16));
+    k.grid[1] = k.grid[2] = 1;
+    k.args[0] = (struct kevo_val){.kind = KEVO_VAL_PTR, .ptr = buf};
+    k.args[1] = (struct kevo_val){.kind = KEVO_VAL_INT, .dtype = KEVO_I64,
+                                  .i = (int64_t)(bytes / 16)};
+    k.args[2] = (struct kevo_val){.kind = KEVO_VAL_PTR, .ptr = (uint64_t)c->sink};
+    k.args[3] = (struct kevo_val){.kind = KEVO_VAL_INT, .dtype = KEVO_I64, .i = EVICT_KEY};
+    return prepare_one(c, c->harness, &k, i, p, err);
+}
+
 /* Check and marshal call i of m into p (which must not move afterwards: argp points
  * into it). */
 static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
@@ -631,6 +654,13 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
     enum kevo_status st;
 
     memset(p, 0, sizeof *p);   /* callers may pass uninitialised storage (the harness's h[]) */
+    if (call->entry == KEVO_ENTRY_EVICT) {
+        if (call->n_args != 2 || call->args[0].ptr % 16 != 0 || call->args[1].i < 0) {
+            kevo_buf_say(err, "launch %d: an evict needs a 16-byte aligned address and a size", i);
+            return KEVO_ERR_INVALID;
+        }
+        return prepare_evict(c, call->args[0].ptr, (uint64_t)call->args[1].i, i, p, err);
+    }
     if (call->entry == KEVO_ENTRY_FILL) {
         if (call->n_args != 3 || call->args[0].ptr % 4 != 0 || call->args[1].i < 0) {
             kevo_buf_say(err, "launch %d: a fill needs an aligned address and a size", i);
@@ -783,7 +813,7 @@ static enum kevo_status prepare_harness(struct cuda_ctx *c, struct prepared h[3]
 }
 
 /* Before the timed region: persisting-L2 lines dropped, then (cold) the flush buffer
- * written so nothing the candidate reads is left in L2. */
+ * read so nothing the candidate reads is left in L2, and nothing dirty either. */
 static enum kevo_status begin_sample(struct cuda_ctx *c, int flush, struct kevo_buf *err)
 {
     const struct kevo_cudrv *d = c->d;
@@ -793,8 +823,10 @@ static enum kevo_status begin_sample(struct cuda_ctx *c, int flush, struct kevo_
         return note(c, KEVO_CU(d, err, r));
     if (!flush)
         return KEVO_OK;
-    return note(c, KEVO_CU(d, err, d->cuMemsetD32Async(c->flush, 0, c->flush_bytes / 4,
-                                                        c->stream)));
+    struct prepared ev;
+    struct kevo_call k = kevo_call_evict((uint64_t)c->flush, c->flush_bytes);
+    enum kevo_status st = prepare_one(c, NULL, &k, 0, &ev, err);
+    return st ? st : enqueue(c, &ev, err);
 }
 
 static void release(struct cuda_ctx *c)
@@ -1270,7 +1302,7 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
 {
     static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp",
                                            "kevo_harness_gen", "kevo_harness_seal",
-                                           "kevo_harness_judge"};
+                                           "kevo_harness_judge", "kevo_harness_evict"};
     const int n_ent = (int)(sizeof entries / sizeof entries[0]);
     const struct kevo_cudrv *d = c->d;
     const struct kevo_compile_req req = {
@@ -1288,6 +1320,8 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
     }
     if (!st)
         st = kevo_vmm_alloc(c->vmm, VDEV_BYTES, &c->vdev, err);
+    if (!st)
+        st = kevo_vmm_alloc(c->vmm, 256, &c->sink, err);
     if (st)
         return st;
     if (KEVO_CU(d, err, d->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) ||
@@ -1296,7 +1330,10 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
         KEVO_CU(d, err, d->cuMemHostGetDevicePointer(&c->dev_words, c->host_words, 0)) ||
         KEVO_CU(d, err, d->cuEventCreate(&c->ev0, CU_EVENT_DEFAULT)) ||
         KEVO_CU(d, err, d->cuEventCreate(&c->ev1, CU_EVENT_DEFAULT)) ||
-        KEVO_CU(d, err, d->cuMemHostAlloc(&c->vhost, VDEV_BYTES, 0)))
+        KEVO_CU(d, err, d->cuMemHostAlloc(&c->vhost, VDEV_BYTES, 0)) ||
+        /* zeros: the evict kernel's XOR is 0, never its key, so it never writes */
+        KEVO_CU(d, err, d->cuMemsetD32Async(c->flush, 0, c->flush_bytes / 4, c->stream)) ||
+        KEVO_CU(d, err, d->cuStreamSynchronize(c->stream)))
         return KEVO_ERR_CUDA;
     memset(c->host_words, 0, HOST_WORDS_BYTES);
     st = kevo_rtc_compile(&req, c->info.arch, &cubin, &size, err, NULL);

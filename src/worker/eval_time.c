@@ -26,8 +26,8 @@ struct tctx {
     int batch[KEVO_TIMING_MAX_ARMS];
     int failed_arm;
     int warmup;
-    uint64_t flush;            /* a 2x-L2 buffer written before each pass of a batch */
-    size_t flush_bytes;        /*   when the workload's data fits in L2 (0: none) */
+    uint64_t flush;            /* a 2x-L2 buffer read after the fills of each pass */
+    size_t flush_bytes;        /*   (GPU only; 0: none) */
 };
 
 /* Seed of timing set k: secret, and never one of the correctness trials'. */
@@ -78,26 +78,27 @@ static int pick_sets(const struct kevo_ev *e, const struct kevo_wl *x, int with_
  * and a kernel could notice that and skip its work.
  */
 /*
- * On a GPU, a workload whose data fits in L2 would stay there from one pass of a batch to
- * the next, and a warm pass can beat the DRAM floor: every pass must start as cold as an
- * unbatched sample does. A buffer of twice the L2 is written before each pass (its time
- * is part of the fills, subtracted with them). Not on the CPU backend, whose last-level
- * cache flush would cost milliseconds per pass and whose floor has a wide margin.
+ * On a GPU every pass must start as a kernel measured alone by a profiler does: its inputs
+ * not in L2 (a workload that fits would stay there from one pass to the next, and a warm
+ * pass can beat the DRAM floor) and nothing dirty in L2 (the poison fills just wrote the
+ * outputs: the kernel would pay for writing those lines back). So after the fills, a
+ * buffer of twice the L2 is read (KEVO_ENTRY_EVICT), which writes back and evicts both; its
+ * time is part of the fills, subtracted with them. Not on the CPU backend, whose
+ * last-level cache flush would cost milliseconds per pass and whose floor has a wide
+ * margin.
  */
 static enum kevo_status batch_flush(struct tctx *c)
 {
     struct kevo_ev *e = c->e;
-    size_t io = 0;
 
     if (c->flush || e->info.cc_major <= 0 || e->info.l2_bytes <= 0)
         return KEVO_OK;
-    for (int k = 0; k < c->x->n_task; k++)
-        if (c->x->t[k].decl->role != KEVO_ROLE_SCRATCH)
-            io += c->x->t[k].bytes;
-    if (io > (size_t)e->info.l2_bytes)
-        return KEVO_OK;
     c->flush_bytes = (size_t)e->info.l2_bytes * 2 / 256 * 256;
     enum kevo_status st = e->b->ops->alloc(e->b->ctx, c->flush_bytes, &c->flush);
+    if (!st)   /* zeros: the evict kernel then never writes (its XOR is never its key) */
+        st = e->b->ops->fill32(e->b->ctx, c->flush, 0, c->flush_bytes);
+    if (st && c->flush)
+        e->b->ops->free(e->b->ctx, c->flush);
     if (st)
         c->flush = 0, c->flush_bytes = 0;
     /* no room (host or device: CUDA says KEVO_ERR_CUDA): warm passes, reported as such */
@@ -118,13 +119,13 @@ static enum kevo_status time_batch(struct tctx *c, const struct kevo_plan *p,
         kevo_free(plan);
         return st;
     }
-    if (c->flush)
-        plan[nf++] = kevo_call_fill(c->flush, c->flush_bytes, 0);
     for (int k = 0; k < x->n_t; k++) {
         if (s->buf[k].base && !is_in(&x->t[k]) && s->buf[k].bytes)
             plan[nf++] = kevo_call_fill(s->buf[k].data, s->buf[k].bytes,
                                         kevo_verify_poison(x->t[k].decl->dtype, 0));
     }
+    if (c->flush)   /* last: it also takes the poison's dirty lines out of L2 */
+        plan[nf++] = kevo_call_evict(c->flush, c->flush_bytes);
     memcpy(plan + nf, s->calls, (size_t)s->n_calls * sizeof *plan);
     /* the fills alone first: the buffers must end holding what the plan's last pass wrote */
     kevo_buf_reset(&e->err);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# ncu_fidelity.sh KEVO [KEVO_OLD] - kevo's timing against Nsight Compute on the same kernels
+# (issue 13): for each task/candidate pair below, `kevo eval --json` gives kevo's median per
+# workload, and ncu (caches flushed and invalidated, clocks not locked: as kevo measures)
+# gives gpu__time_duration of every launch of the candidate's kernel in a verification-only
+# eval of the same files. Then the repeatability: 5 separate evals of two pairs. Raw output
+# in $OUT (or /tmp/ncu-fidelity); bench/ncu_fidelity.py turns it into the results JSON.
+set -uo pipefail
+kevo=${1:-build/kevo}
+old=${2:-}
+out=${OUT:-/tmp/ncu-fidelity}
+mkdir -p "$out"
+export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-fidelity-cache}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/device.txt"
+date -u +%FT%TZ >> "$out/device.txt"
+$kevo calibrate > /dev/null 2>&1
+pairs=(
+  "vadd_vec4 tasks/level1/vector_add.cu tests/exploits/cuda/control_vector_add.cu"
+  "softmax_fast tasks/level1/softmax_rows.cu examples/seeds/softmax_rows.cu"
+  "rmsnorm_warp tasks/level1/rmsnorm_f32.cu tests/exploits/cuda/control_rmsnorm_f32.cu"
+  "scale_shift_vec4 bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu"
+  "sgemm_tiled tasks/level1/matmul_f32.cu examples/seeds/matmul_f32.cu"
+)
+for p in "${pairs[@]}"; do
+  set -- $p
+  k=$1 task=$2 cand=$3
+  $kevo eval --json "$task" "$cand" > "$out/kevo-$k.json" 2> "$out/kevo-$k.err"
+  [ -n "$old" ] && $old eval --json "$task" "$cand" > "$out/old-$k.json" 2> "$out/old-$k.err"
+  ncu --target-processes all --cache-control all --clock-control none \
+      --metrics gpu__time_duration.sum -k "regex:^$k\$" --csv --log-file "$out/ncu-$k.csv" \
+      $kevo eval --no-timing --deadline 300 "$task" "$cand" > "$out/ncu-$k.eval" 2>&1
+  echo "$k: $(grep -c "gpu__time_duration" "$out/ncu-$k.csv") ncu rows"
+done
+for k in softmax_fast vadd_vec4; do
+  for p in "${pairs[@]}"; do set -- $p; [ "$1" = $k ] && task=$2 cand=$3; done
+  for i in 1 2 3 4 5; do
+    $kevo eval --json "$task" "$cand" > "$out/rep-$k-$i.json" 2>/dev/null
+  done
+done
+echo done
