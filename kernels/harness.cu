@@ -86,6 +86,17 @@ extern "C" __global__ void kevo_harness_evict(const uint4 *p, unsigned long long
     if (acc == key)
         *sink = acc;
 }
+
+/* After kevo_harness_evict: drop the buffer's lines from L2 without writing them back
+ * (discard.global.L2, sm_80+), so the timed kernel starts with an L2 of invalid lines, as
+ * after Nsight Compute's cache invalidation, not one full of clean lines to replace. The
+ * buffer's contents become undefined; kevo never reads them for anything but eviction. */
+extern "C" __global__ void kevo_harness_discard(char *p, unsigned long long lines)
+{
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < lines; i += (unsigned long long)gridDim.x * blockDim.x)
+        asm volatile("discard.global.L2 [%0], 128;" : : "l"(p + 128 * i) : "memory");
+}
 #endif   /* KEVO_HARNESS_ON_HOST */
 
 /* ==== verification: the device half of src/verify.c ====

@@ -83,9 +83,11 @@ struct kevo_val {
 
 /*
  * A call whose entry is KEVO_ENTRY_EVICT reads args[1].i bytes at args[0].ptr (16-byte
- * aligned) so that the cache holds clean lines of that buffer afterwards: a cold start
- * that leaves nothing dirty for the next kernel to write back (CUDA; the CPU backend
- * refuses it). kevo_call_evict builds one.
+ * aligned), which writes back and evicts everything cached before, then drops that
+ * buffer's own lines without writing them (its contents become undefined): a cold start
+ * with nothing dirty for the next kernel to write back and nothing valid to replace, as
+ * after a profiler's cache invalidation (CUDA; the CPU backend refuses it).
+ * kevo_call_evict builds one.
  */
 #define KEVO_ENTRY_EVICT (-2)
 

@@ -27,6 +27,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.cu.inc"   /* build/gen: kernels/harness.cu as kevo_kernel_harness_cu[] */
@@ -45,6 +46,7 @@
 #define HENT_SEAL           3
 #define HENT_JUDGE          4
 #define HENT_EVICT          5            /* kevo_harness_evict: the clean cold start */
+#define HENT_DISCARD        6            /* kevo_harness_discard: then an invalid L2 */
 #define EVICT_KEY           0x1E3779B9   /* what the evict kernel's XOR must equal to write */
 #define V_THREADS           256          /* = KV_THREADS in kernels/harness.cu */
 #define JUDGE_MAX_BLOCKS    1024         /* the judge's grid: a function of n only ... */
@@ -108,6 +110,10 @@ struct prepared {
     uint32_t grid[3], block[3], smem;
     uint64_t argv[KEVO_MAX_ARGS];
     void *argp[KEVO_MAX_ARGS];
+    CUfunction discard;               /* an evict: then kevo_harness_discard (grid x V_THREADS) */
+    uint32_t discard_grid;            /*   over argv2 = (buffer, 128-byte lines) */
+    uint64_t argv2[2];
+    void *argp2[2];
 };
 
 _Static_assert(sizeof(struct kevo_judge_part) == 128, "kevo_judge_part must mirror kv_part");
@@ -630,7 +636,10 @@ static enum kevo_status prepare_one(struct cuda_ctx *c, struct kevo_module *m,
                                     const struct kevo_call *call, int i, struct prepared *p,
                                     struct kevo_buf *err);
 
-/* The harness's evict kernel over [buf, buf + bytes) (its sink: c->sink). */
+/* The harness's evict kernel over [buf, buf + bytes) (its sink: c->sink), then its
+ * discard kernel over the same lines: cold, clean and then invalid, as under ncu's cache
+ * control (bench/results/2026-11-25-h100-ncu-fidelity.json: with the evict alone, L2 full
+ * of clean lines, a latency-bound softmax read +3.4 % against ncu; with the discard +1.7 %). */
 static enum kevo_status prepare_evict(struct cuda_ctx *c, uint64_t buf, uint64_t bytes, int i,
                                       struct prepared *p, struct kevo_buf *err)
 {
@@ -642,7 +651,16 @@ static enum kevo_status prepare_evict(struct cuda_ctx *c, uint64_t buf, uint64_t
                                   .i = (int64_t)(bytes / 16)};
     k.args[2] = (struct kevo_val){.kind = KEVO_VAL_PTR, .ptr = (uint64_t)c->sink};
     k.args[3] = (struct kevo_val){.kind = KEVO_VAL_INT, .dtype = KEVO_I64, .i = EVICT_KEY};
-    return prepare_one(c, c->harness, &k, i, p, err);
+    enum kevo_status st = prepare_one(c, c->harness, &k, i, p, err);
+    if (st)
+        return st;
+    p->discard = c->harness->e[HENT_DISCARD].f;
+    p->discard_grid = stride_grid(c, (int64_t)(bytes / 128));
+    p->argv2[0] = buf;
+    p->argv2[1] = bytes / 128;
+    p->argp2[0] = &p->argv2[0];
+    p->argp2[1] = &p->argv2[1];
+    return KEVO_OK;
 }
 
 /* Check and marshal call i of m into p (which must not move afterwards: argp points
@@ -755,6 +773,9 @@ static enum kevo_status enqueue(struct cuda_ctx *c, const struct prepared *p,
                                   (void **)p->argp, NULL));
     if (st && err && err->len > before)
         kevo_buf_say(err, " (kernel '%s')", p->name);
+    if (!st && p->discard)
+        st = KEVO_CU_LAUNCH(d, err, d->cuLaunchKernel(p->discard, p->discard_grid, 1, 1, V_THREADS,
+                                                      1, 1, 0, c->stream, (void **)p->argp2, NULL));
     return note(c, st);
 }
 
@@ -1302,7 +1323,8 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
 {
     static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp",
                                            "kevo_harness_gen", "kevo_harness_seal",
-                                           "kevo_harness_judge", "kevo_harness_evict"};
+                                           "kevo_harness_judge", "kevo_harness_evict",
+                                           "kevo_harness_discard"};
     const int n_ent = (int)(sizeof entries / sizeof entries[0]);
     const struct kevo_cudrv *d = c->d;
     const struct kevo_compile_req req = {
