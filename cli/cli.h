@@ -66,4 +66,7 @@ int cli_cmd_show(int argc, char **argv);
 void cli_print_cands(json_t *doc);                 /* kevo_runs_cands_json's document */
 void cli_print_best(json_t *best);                 /* a report's "best" (geomeans, workloads) */
 
+/* cli/profile_print.c: a result's "profile" (hardware counters), each line after indent */
+void cli_print_profile(json_t *profile, const char *indent);
+
 #endif

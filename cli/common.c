@@ -25,6 +25,7 @@ const char cli_usage_text[] =
     "  eval TASK [CANDIDATE...]          verify and time the reference and the candidates\n"
     "       [--json] [--device N] [--backend cpu|cuda] [--trials N] [--holdout]\n"
     "       [--no-timing] [--deadline SECONDS] [--time-cap SECONDS] [--dump DIR]\n"
+    "       [--profile]\n"
     "  bench [TASK|DIR...] [--candidates DIR] [--baselines FILE] [--json]\n"
     "       [eval options]               evaluate a suite (default: ./tasks, else the\n"
     "                                    installed one) and score it\n"

@@ -212,6 +212,7 @@ static void print_result(const char *label, json_t *r, int with_speedup)
     if (with_speedup)
         print_resources(json_object_get(r, "resources"));
     json_array_foreach(ws, i, w) print_workload(w, with_speedup);
+    cli_print_profile(json_object_get(r, "profile"), "    ");
     if (strcmp(cli_str(r, "verdict", "ok"), "ok") != 0) {
         json_t *ev = unshown_evidence(r);
         print_evidence(ev);
@@ -282,6 +283,8 @@ static int cmd_eval(int argc, char **argv)
             continue;
         if (strcmp(a, "--json") == 0) {
             as_json = 1;
+        } else if (strcmp(a, "--profile") == 0) {
+            o.profile = 1;
         } else if (strcmp(a, "--dump") == 0) {
             if (i + 1 >= argc) {
                 rc = cli_usage("--dump needs a directory");

@@ -252,6 +252,7 @@ static void print_show(json_t *d)
     if (strcmp(v, "ok") == 0) {
         print_geomean(d, "score_s");
         print_workloads(json_object_get(d, "workloads"), "  ");
+        cli_print_profile(json_object_get(d, "profile"), "");
     } else if (strcmp(v, "pending") != 0) {
         printf("message: %s\n", cli_str(d, "message", ""));
         print_evidence(json_object_get(d, "evidence"), cli_str(d, "message", NULL));

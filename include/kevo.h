@@ -107,6 +107,9 @@ struct kevo_eval_opts {
     const char *dump_dir;     /* (optional) write the reference's trial-0 inputs and outputs
                                  of every workload evaluated (holdouts too with holdout) to
                                  DIR/w<index>/: <tensor>.bin + manifest.json */
+    int profile;              /* 1 (kevo_eval_json only): hardware counters of each ok
+                                 candidate with Nsight Compute (ncu), as its "profile"
+                                 (docs/eval-json.md); CUDA only */
 };
 void kevo_eval_opts_default(struct kevo_eval_opts *o);
 
@@ -124,6 +127,8 @@ KEVO_NODISCARD enum kevo_status kevo_check_file(const char *path, const char *ta
  * is a verdict inside the document, never a non-OK status; a non-OK status means kevo
  * itself could not evaluate (bad task, no worker, ...), with *out_msg set. A reference
  * whose own verdict is not ok judges no candidate: the document then has none.
+ * With opts->profile on CUDA, ncu must be found first (else KEVO_ERR_NOTFOUND, nothing
+ * evaluated); a profile that fails is an "error" inside the candidate's "profile".
  */
 KEVO_NODISCARD enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_paths,
                                                int n_cands, const struct kevo_eval_opts *opts,
@@ -217,9 +222,10 @@ KEVO_NODISCARD enum kevo_status kevo_runs_cands_json(const char *archive, int64_
 /*
  * `kevo show CAND`: candidate id of the archive as JSON (kevo_free it): the fields of a
  * kevo_runs_cands_json entry (its message always), and "run", "task", "island", "cell",
- * "generation", "params", "flags", "evidence", "compile_log", "resources" (of its eval
- * result, docs/eval-json.md; null while pending), "holdout" ({"verdict", "message"} of the
- * held-out gate, or null) and "source" (its text, params as the run chose them).
+ * "generation", "params", "flags", "evidence", "compile_log", "resources" and "profile"
+ * (of its eval result, docs/eval-json.md; null while pending or without one), "holdout"
+ * ({"verdict", "message"} of the held-out gate, or null) and "source" (its text, params as
+ * the run chose them).
  * KEVO_ERR_NOTFOUND for an unknown candidate, *out_msg naming it.
  */
 KEVO_NODISCARD enum kevo_status kevo_show_json(const char *archive, int64_t id, char **out_json,

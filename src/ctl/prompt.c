@@ -7,6 +7,7 @@
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/mem.h"
+#include "ctl/profile.h"
 #include "core/result.h"
 #include "core/task.h"
 
@@ -158,6 +159,24 @@ static const char *bottleneck(const struct kevo_result *r)
     return fin(w->bytes) > 0 && fin(w->flops) / fin(w->bytes) > RIDGE ? "compute" : "memory";
 }
 
+/*
+ * The parent's hardware counters (its result's "profile", kevo eval --profile), set apart
+ * from what precedes them by one blank line; exactly nothing when it has none, so that
+ * templates gaining {{profile}} build the prompts they built before for such parents
+ * (replays compare them).
+ */
+static void profile_text(struct kevo_buf *b, json_t *result)
+{
+    struct kevo_buf t;
+
+    kevo_buf_init(&t, PROMPT_MAX);
+    kevo_profile_text(json_object_get(result, "profile"), &t);
+    if (t.len)
+        kevo_buf_say(b, "%s%s", b->len && b->data[b->len - 1] == '\n' ? "\n" : "\n\n",
+                     kevo_buf_str(&t));
+    kevo_buf_free(&t);
+}
+
 /* ---- playbook ---- */
 
 struct note {
@@ -278,6 +297,8 @@ static enum kevo_status fill_one(struct kevo_buf *b, const char *key, size_t kl,
         playbook_text(b, c, res->r);
     } else if (IS("plan")) {
         kevo_buf_say(b, "%s", c->plan ? c->plan : "");
+    } else if (IS("profile")) {
+        profile_text(b, c->result);
     } else {
         return KEVO_ERR_NOTFOUND;
     }
@@ -300,7 +321,8 @@ static enum kevo_status render(const char *tpl, const char *file, const struct k
         kevo_buf_say(&b, "%.*s", (int)(o - p), p);
         if (fill_one(&b, o + 2, (size_t)(e - o - 2), c, res) != KEVO_OK) {
             *why = kevo_strdupf("%s: unknown placeholder {{%.*s}} (known: task device parent "
-                                "parent2 verdict metrics metrics2 siblings playbook plan)", file,
+                                "parent2 verdict metrics metrics2 siblings playbook plan "
+                                "profile)", file,
                                 (int)(e - o - 2 < 64 ? e - o - 2 : 64), o + 2);
             kevo_buf_free(&b);
             return KEVO_ERR_PARSE;

@@ -8,7 +8,8 @@
  * prompt.
  *
  * Templates use {{name}} placeholders: task device parent parent2 verdict metrics metrics2
- * siblings playbook plan. An unknown placeholder is an error naming the template file.
+ * siblings playbook plan profile (the parent's hardware counters, ctl/profile.h: nothing
+ * when its result has none). An unknown placeholder is an error naming the template file.
  */
 #ifndef KEVO_PROMPT_H
 #define KEVO_PROMPT_H
