@@ -5,7 +5,8 @@
  * "Device memory" is one shared arena: a MAP_SHARED|MAP_ANONYMOUS region mapped when the
  * backend opens, before any sandbox process exists, so the worker and every runner see it at
  * the same address; a device address is a pointer into it. Guarded memory: every block
- * (allocation) has its own pages with CPU_GAP bytes of never-used arena between it and its
+ * (allocation) has its own pages with CPU_GAP bytes (32 GiB; less only where the system
+ * refuses the address space) of never-used arena between it and its
  * neighbours, so no 32-bit index from one tensor reaches another, and its data ends at its
  * last page's end (end-aligned), so a store past the end faults at once. In a runner the
  * whole arena is inaccessible except the blocks of the plan it is running (sandbox.h:
@@ -49,7 +50,8 @@
 #define CPU_GAP ((size_t)1 << 35)           /* never-used arena before each block: 32 GiB,
                                                a 32-bit index of 8-byte elements */
 #define CPU_SPACE_MAX ((size_t)1 << 45)     /* arena address space tried first (32 TiB) */
-#define CPU_SPACE_MIN ((size_t)1 << 40)
+#define CPU_SPACE_MIN ((size_t)1 << 40)     /* below this, gaps shrink to space / 64 */
+#define CPU_SPACE_FLOOR ((size_t)1 << 28)   /* the least address space tried (256 MiB) */
 #define CPU_DEADLINE_S 10.0                 /* default per launch+sync or timed batch */
 #define CPU_FLUSH_DEFAULT ((size_t)64 << 20)
 
@@ -65,12 +67,13 @@ struct cpu_extents {
 };
 
 struct cpu_arena {
-    char *reserve;            /* arena + a CPU_GAP reservation after it */
+    char *reserve;            /* arena + a gap reservation after it */
     size_t reserve_size;
     char *base;
     size_t size;              /* address space */
     size_t cap, live;         /* bytes that may be live at once; are */
     size_t page;
+    size_t gap;               /* never-used arena before each block (CPU_GAP normally) */
     struct cpu_extents free_; /* free space, coalesced */
     struct cpu_extents used;  /* live blocks: their pages (the gap before is not counted) */
 };
@@ -246,15 +249,31 @@ static int ext_lower(const struct cpu_extents *x, size_t off)
 
 /*
  * Map the arena: `cap` bytes may be live at once, in an address space as large as the
- * system gives (CPU_SPACE_MAX down to CPU_SPACE_MIN): each block costs CPU_GAP of it.
- * MAP_NORESERVE: gaps and free space never become memory.
+ * system gives (from CPU_SPACE_MAX, or $KEVO_CPU_ARENA_SPACE bytes, down by halves): each
+ * block costs a gap of it. MAP_NORESERVE: gaps and free space never become memory, except
+ * where the kernel accounts every shared mapping (vm.overcommit_memory=2): there the
+ * space, and below CPU_SPACE_MIN the gaps (space / 64) and cap, shrink until it fits.
  */
 static enum kevo_status arena_init(struct cpu_arena *a, size_t cap, struct kevo_buf *err)
 {
+    const char *env = getenv("KEVO_CPU_ARENA_SPACE");
+    size_t first = CPU_SPACE_MAX;
+
     memset(a, 0, sizeof *a);
     a->page = (size_t)sysconf(_SC_PAGESIZE);
-    for (size_t space = CPU_SPACE_MAX; space >= CPU_SPACE_MIN && !a->base; space /= 2) {
-        a->reserve_size = space + CPU_GAP;
+    if (env && *env) {
+        char *end = NULL;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end || v < CPU_SPACE_FLOOR || v > CPU_SPACE_MAX) {
+            kevo_buf_say(err, "KEVO_CPU_ARENA_SPACE=%s: not a byte count from %zu to %zu", env,
+                         CPU_SPACE_FLOOR, CPU_SPACE_MAX);
+            return KEVO_ERR_INVALID;
+        }
+        first = (size_t)v / CPU_SPACE_FLOOR * CPU_SPACE_FLOOR;
+    }
+    for (size_t space = first; space >= CPU_SPACE_FLOOR && !a->base; space /= 2) {
+        a->gap = space >= CPU_SPACE_MIN ? CPU_GAP : space / 64;
+        a->reserve_size = space + a->gap;
         a->reserve = mmap(NULL, a->reserve_size, PROT_NONE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (a->reserve == MAP_FAILED) {
@@ -273,10 +292,14 @@ static enum kevo_status arena_init(struct cpu_arena *a, size_t cap, struct kevo_
     }
     if (!a->base) {
         kevo_buf_say(err, "mapping the shared arena (%zu bytes of address space at least): %s",
-                     CPU_SPACE_MIN + CPU_GAP, strerror(errno));
+                     CPU_SPACE_FLOOR, strerror(errno));
         return KEVO_ERR_SYSTEM;
     }
-    a->cap = cap;
+    a->cap = cap < a->size / 2 ? cap : a->size / 2;
+    if (a->gap < CPU_GAP)
+        KEVO_WARN("backend_cpu: a %zu MiB arena: gaps between buffers are %zu MiB, not %zu GiB "
+                  "(the system refused more address space; vm.overcommit_memory=2?)",
+                  a->size >> 20, a->gap >> 20, CPU_GAP >> 30);
     return ext_insert(&a->free_, 0, (struct cpu_extent){ 0, a->size, 0 });
 }
 
@@ -302,14 +325,14 @@ static enum kevo_status arena_alloc(struct cpu_arena *a, size_t bytes, uint64_t 
     need = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     need = need ? need : CPU_ALIGN;
     span = (need + a->page - 1) / a->page * a->page;
-    take = CPU_GAP + span;
+    take = a->gap + span;
     if (span > a->cap - a->live)
         return KEVO_ERR_NOMEM;
     for (int i = 0; i < a->free_.n; i++) {
         struct cpu_extent *f = &a->free_.v[i];
         if (f->size < take)
             continue;
-        struct cpu_extent blk = { f->off + CPU_GAP, span, f->off + CPU_GAP + span - need };
+        struct cpu_extent blk = { f->off + a->gap, span, f->off + a->gap + span - need };
         enum kevo_status st = ext_insert(&a->used, ext_lower(&a->used, blk.off), blk);
         if (st)
             return st;
@@ -348,7 +371,7 @@ static void arena_free(struct cpu_arena *a, uint64_t addr)
         return;
     }
     u = (int)(b - a->used.v);
-    struct cpu_extent blk = { b->off - CPU_GAP, b->size + CPU_GAP, 0 };
+    struct cpu_extent blk = { b->off - a->gap, b->size + a->gap, 0 };
     // its pages go back to the OS (they read as 0 when reused); the gap was never touched
     if (madvise(a->base + b->off, b->size, MADV_REMOVE) != 0)
         KEVO_DEBUG("backend_cpu: madvise(MADV_REMOVE): %s", strerror(errno));

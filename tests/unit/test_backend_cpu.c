@@ -717,6 +717,50 @@ static void test_guarded_memory(void **state)
     assert_backend_works(f);
 }
 
+/* Where the system refuses a 32 TiB arena (strict overcommit), a smaller one with smaller
+ * gaps (space / 64) still guards: neighbours a gap apart, a store into another block still
+ * faults and is located. A malformed KEVO_CPU_ARENA_SPACE is refused by name. */
+static void setup_small_arena(struct fx *f, const char *space)
+{
+    kevo_backend_close(&f->b);
+    setenv("KEVO_CPU_ARENA_SPACE", space, 1);
+    kevo_buf_reset(&f->err);
+    enum kevo_status st = kevo_backend_open_cpu(&f->b, &f->err);
+    unsetenv("KEVO_CPU_ARENA_SPACE");
+    if (strcmp(space, "1073741824") != 0) {
+        assert_int_equal(st, KEVO_ERR_INVALID);
+        assert_non_null(strstr(kevo_buf_str(&f->err), "KEVO_CPU_ARENA_SPACE"));
+        assert_int_equal(kevo_backend_open_cpu(&f->b, &f->err), KEVO_OK);   /* for teardown */
+        return;
+    }
+    assert_int_equal(st, KEVO_OK);
+}
+
+static void test_small_arena(void **state)
+{
+    struct fx *f = *state;
+    const uint64_t gap = ((uint64_t)1 << 30) / 64;
+
+    setup_small_arena(f, "12x");
+    setup_small_arena(f, "4096");
+    setup_small_arena(f, "1073741824");
+    struct kevo_module *m = compile1(f, "void poke(long *p, long off) { p[off] = 7; }\n", "poke");
+    uint64_t a = dalloc(f, 4096), other = dalloc(f, 4096), addr = 0;
+    struct kevo_val args[2] = { P(a), I((int64_t)(other - a) / 8) };
+    int write = -1;
+    assert_true(other >= a + 4096 + gap);
+    assert_int_equal(run1(f, m, args, 2), KEVO_ERR_DEVICE);
+    assert_int_equal(f->b.ops->fault(f->b.ctx, &addr, &write), 1);
+    assert_true(addr == other);
+    assert_int_equal(read_i64(f, other), 0);
+    f->b.ops->module_free(f->b.ctx, m);
+    f->b.ops->free(f->b.ctx, a);
+    f->b.ops->free(f->b.ctx, other);
+    /* a 512 MiB cap at most: half the space */
+    assert_int_equal(f->b.ops->alloc(f->b.ctx, (size_t)600 << 20, &addr), KEVO_ERR_NOMEM);
+    assert_backend_works(f);
+}
+
 static void test_wild_writes(void **state)
 {
     // 16 MiB below a block at the start of the arena: inside the guard reservation
@@ -1074,6 +1118,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_alloc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alloc_space, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guarded_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_arena, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segfault, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit, setup, teardown),
