@@ -135,6 +135,7 @@ struct evalctx {
     const char *task_path;
     char *task_text;
     json_t *sol;            /* the request's "sol" object */
+    int profile;            /* count each ok candidate's hardware counters in the worker */
     char *dump_dir;         /* opts->dump_dir made absolute (the worker's cwd may differ) */
 };
 
@@ -151,6 +152,7 @@ static enum kevo_status eval_one(struct evalctx *e, const char *cand_path, const
         .cand_text = cand_text, .trials = e->opts->trials, .holdout = holdout,
         .timed = timed && !e->opts->no_timing, .time_reference = cand_text != NULL,
         .time_cap_s = e->opts->time_cap_s, .sol = e->sol, .dump_dir = e->dump_dir,
+        .profile = e->profile && cand_text && !holdout,
     };
     return kevo_evalreq_call_result(e->pool, 0, &c, e->opts->deadline_s, out, out_msg);
 }
@@ -212,6 +214,24 @@ static enum kevo_status eval_setup(struct evalctx *e, const char *backend, json_
     return KEVO_OK;
 }
 
+/* The worker's raw counters in res's "profile" as the profile object (ctl/profile.h);
+ * a failed collection stays as the worker said it, for ncu to try instead. */
+static void worker_profile(json_t *res)
+{
+    json_t *raw = json_object_get(res, "profile"), *prof = NULL;
+    char *msg = NULL;
+
+    if (!raw || json_object_get(raw, "error"))
+        return;
+    if (kevo_profile_from_worker(raw, &prof, &msg) == KEVO_OK) {
+        json_object_set_new(res, "profile", prof);
+        return;
+    }
+    json_object_set_new(res, "profile", json_pack("{s:s, s:s}", "tool", "cupti", "error",
+                                                  msg ? msg : "malformed"));
+    kevo_free(msg);
+}
+
 /* Evaluate one candidate file into a JSON entry (always returns an entry). */
 static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, const char *path,
                               int *fatal, char **out_msg)
@@ -235,6 +255,7 @@ static json_t *eval_candidate(struct evalctx *e, const struct kevo_task *task, c
         goto out;
     }
     res = json_incref(r.doc);
+    worker_profile(res);
     if (e->opts->holdout && r.verdict == KEVO_VERDICT_OK) {
         if (eval_one(e, path, text, 1, 0, &h, out_msg) != KEVO_OK) {
             *fatal = 1;
@@ -266,7 +287,6 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
     json_t *doc = NULL, *calib = NULL, *cands = NULL, *ref = NULL;
     enum kevo_status st;
     int fatal = 0;
-    char *ncu = NULL;       /* with opts->profile on CUDA: found before anything runs */
     double t_profile = 0;
 
     *out_json = NULL;
@@ -286,11 +306,7 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
         goto out;
     }
     const char *backend = backend_name(opts->backend, task->lang);
-    if (opts->profile && !strcmp(backend, "cuda")) {
-        st = kevo_profile_find_ncu(&ncu, out_msg);
-        if (st)
-            goto out;
-    }
+    e.profile = opts->profile && !strcmp(backend, "cuda");
     double t_start = kevo_now();
     st = eval_setup(&e, backend, &calib, out_msg);
     if (st)
@@ -322,13 +338,15 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
         st = KEVO_ERR_WORKER;
         goto out;
     }
-    if (ncu) {   /* the device to the profiled evals alone: this worker is done */
+    if (e.profile) {   /* what the worker could not count, ncu counts: the device to it alone */
         struct kevo_profile_req pr = {
             .task_path = task_path, .task = task, .backend = backend, .device = opts->device,
-            .ncu = ncu, .eval_deadline_s = opts->deadline_s > 300 ? opts->deadline_s : 0,
+            .eval_deadline_s = opts->deadline_s > 300 ? opts->deadline_s : 0,
         };
-        kevo_pool_free(e.pool);
-        e.pool = NULL;
+        if (kevo_profile_missing(cands)) {
+            kevo_pool_free(e.pool);
+            e.pool = NULL;
+        }
         t_profile = kevo_profile_cands(&pr, cands);
     }
     doc = json_pack("{s:s, s:{s:s, s:s}, s:s, s:O, s:O, s:O, s:{s:f, s:f}}", "kevo_version",
@@ -336,7 +354,7 @@ enum kevo_status kevo_eval_json(const char *task_path, const char *const *cand_p
                     backend, "calibration", calib, "reference", ref, "candidates", cands,
                     "wall_s", "worker_start_and_calibration", t_setup, "total",
                     kevo_now() - t_start);
-    if (doc && ncu)
+    if (doc && e.profile)
         json_object_set_new(json_object_get(doc, "wall_s"), "profile", json_real(t_profile));
     *out_json = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!*out_json)
@@ -352,7 +370,6 @@ out:
     kevo_pool_free(e.pool);
     kevo_free(e.task_text);
     kevo_free(e.dump_dir);
-    kevo_free(ncu);
     kevo_task_free(task);
     return st;
 }

@@ -80,6 +80,8 @@ static json_t *eval_request(const struct kevo_eval_call *c)
     json_object_set_new(req, "timing", json_integer(c->timed && !c->holdout));
     json_object_set_new(req, "time_cap_s", json_real(c->time_cap_s));
     json_object_set_new(req, "time_reference", json_integer(c->time_reference));
+    if (c->profile)
+        json_object_set_new(req, "profile", json_integer(1));
     if (c->sol)
         json_object_set(req, "sol", c->sol);
     if (c->dump_dir && !c->cand_text)   /* only the reference's own evaluation dumps */

@@ -21,6 +21,7 @@ struct kevo_eval_call {
     int holdout;                          /* run the holdout workloads only */
     int timed;                            /* time it (never with holdout) */
     int time_reference;                   /* time the reference interleaved with it */
+    int profile;                          /* an ok candidate's counters, in the worker */
     double time_cap_s;
     json_t *sol;                          /* borrowed: the speed-of-light figures */
     const char *dump_dir;                 /* NULL, or an absolute directory */

@@ -15,6 +15,7 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "core/counters.h"
 #include "core/task.h"
 
 #include <errno.h>
@@ -32,21 +33,22 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The metrics kevo asks ncu for (it replays each counted launch as often as they need). */
-#define M_TIME     "gpu__time_duration.sum"
-#define M_DRAM_PCT "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-#define M_DRAM_RD  "dram__bytes_read.sum"
-#define M_DRAM_WR  "dram__bytes_write.sum"
-#define M_L2_HIT   "lts__t_sector_hit_rate.pct"
-#define M_L1_HIT   "l1tex__t_sector_hit_rate.pct"
-#define M_SM_PCT   "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-#define M_HMMA     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-#define M_GMMA     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
-#define M_WARPS    "sm__warps_active.avg.pct_of_peak_sustained_active"
-#define M_LOCAL_LD "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"
-#define M_LOCAL_ST "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
-#define STALL_PFX  "smsp__average_warps_issue_stalled_"
-#define STALL_SFX  "_per_issue_active.ratio"
+/* The metrics kevo asks ncu for (core/counters.h; it replays each counted launch as often
+ * as they need); the stall reasons by regex, so ncu reports whichever the device has. */
+#define M_TIME     KEVO_CTR_TIME
+#define M_DRAM_PCT KEVO_CTR_DRAM_PCT
+#define M_DRAM_RD  KEVO_CTR_DRAM_RD
+#define M_DRAM_WR  KEVO_CTR_DRAM_WR
+#define M_L2_HIT   KEVO_CTR_L2_HIT
+#define M_L1_HIT   KEVO_CTR_L1_HIT
+#define M_SM_PCT   KEVO_CTR_SM_PCT
+#define M_HMMA     KEVO_CTR_HMMA
+#define M_GMMA     KEVO_CTR_GMMA
+#define M_WARPS    KEVO_CTR_WARPS
+#define M_LOCAL_LD KEVO_CTR_LOCAL_LD
+#define M_LOCAL_ST KEVO_CTR_LOCAL_ST
+#define STALL_PFX  KEVO_CTR_STALL_PFX
+#define STALL_SFX  KEVO_CTR_STALL_SFX
 #define METRICS                                                                               \
     M_TIME "," M_DRAM_PCT "," M_DRAM_RD "," M_DRAM_WR "," M_L2_HIT "," M_L1_HIT "," M_SM_PCT \
     "," M_HMMA "," M_GMMA "," M_WARPS "," M_LOCAL_LD "," M_LOCAL_ST                          \
@@ -502,13 +504,13 @@ static json_t *entry_of(const json_t *launches)
     return e;
 }
 
-/* p->launches grouped by (name, grid, block) in order of first launch, as kernel entries. */
-static json_t *kernels_of(const struct parse *p)
+/* launches grouped by (name, grid, block) in order of first launch, as kernel entries. */
+static json_t *kernels_of(const json_t *launches)
 {
     json_t *groups = json_array(), *ix = json_object(), *out = json_array(), *l, *g;
     size_t i;
 
-    json_array_foreach(p->launches, i, l) {
+    json_array_foreach(launches, i, l) {
         char *gs = json_dumps(json_object_get(l, "grid"), JSON_COMPACT);
         char *bs = json_dumps(json_object_get(l, "block"), JSON_COMPACT);
         char *key = kevo_strdupf("%s|%s|%s", json_string_value(json_object_get(l, "name")),
@@ -538,6 +540,41 @@ static json_t *kernels_of(const struct parse *p)
     return out;
 }
 
+enum kevo_status kevo_profile_from_worker(const json_t *raw, json_t **out, char **out_msg)
+{
+    const json_t *launches = json_object_get(raw, "launches"), *l;
+    const char *k;
+    json_t *v, *ks;
+    size_t i;
+
+    *out = NULL;
+    *out_msg = NULL;
+    if (!json_is_array(launches) || !json_array_size(launches)) {
+        *out_msg = kevo_strdup("profile: the worker's profile has no launches");
+        return KEVO_ERR_INVALID;
+    }
+    json_array_foreach(launches, i, l) {
+        if (!json_is_string(json_object_get(l, "name")) || !json_is_object(json_object_get(l, "m"))) {
+            *out_msg = kevo_strdupf("profile: the worker's launch %zu has no name or metrics", i);
+            return KEVO_ERR_INVALID;
+        }
+    }
+    ks = kernels_of(launches);
+    *out = ks ? json_pack("{s:s, s:o}", "tool", "cupti", "kernels", ks) : NULL;
+    json_object_foreach((json_t *)raw, k, v) {   /* workload, passes, cost_s */
+        if (*out && strcmp(k, "launches") && strcmp(k, "tool"))
+            json_object_set(*out, k, v);
+    }
+    if (!*out) {
+        *out_msg = kevo_strdup("profile: out of memory");
+        return KEVO_ERR_NOMEM;
+    }
+    char diag[512];
+    kevo_profile_diagnose(*out, diag, sizeof diag);
+    json_object_set_new(*out, "diagnosis", json_string(diag));
+    return KEVO_OK;
+}
+
 enum kevo_status kevo_profile_parse_ncu(const char *csv_text, json_t **out, char **out_msg)
 {
     struct parse p = { 0 };
@@ -552,7 +589,7 @@ enum kevo_status kevo_profile_parse_ncu(const char *csv_text, json_t **out, char
     if (text && p.launches && p.by_key)
         st = read_lines(&p, text);
     if (!st) {
-        ks = kernels_of(&p);
+        ks = kernels_of(p.launches);
         *out = ks ? json_pack("{s:s, s:o}", "tool", "ncu", "kernels", ks) : NULL;
         st = *out ? KEVO_OK : KEVO_ERR_NOMEM;
     }
@@ -1213,17 +1250,45 @@ static void profile_entry(const struct kevo_profile_req *base, const char *path,
     kevo_task_free(cand);
 }
 
+/* An ok entry without the worker's counters: ncu's to collect. */
+static int needs_ncu(const json_t *c)
+{
+    const char *v = json_string_value(json_object_get(c, "verdict"));
+    const json_t *p = json_object_get(c, "profile");
+
+    return v && !strcmp(v, "ok") && json_string_value(json_object_get(c, "path")) &&
+           (!p || json_object_get(p, "error"));
+}
+
+int kevo_profile_missing(const json_t *cands)
+{
+    const json_t *c;
+    size_t i;
+
+    json_array_foreach(cands, i, c) {
+        if (needs_ncu(c))
+            return 1;
+    }
+    return 0;
+}
+
 double kevo_profile_cands(const struct kevo_profile_req *base, json_t *cands)
 {
-    double t0 = kevo_now();
+    double t0 = kevo_now(), worker_s = 0;
     json_t *c;
     size_t i;
 
     json_array_foreach(cands, i, c) {
-        const char *path = json_string_value(json_object_get(c, "path"));
-        const char *v = json_string_value(json_object_get(c, "verdict"));
-        if (path && v && !strcmp(v, "ok"))
-            profile_entry(base, path, c);
+        json_t *p = json_object_get(c, "profile");
+        worker_s += json_number_value(json_object_get(p, "cost_s"));
+        if (!needs_ncu(c))
+            continue;
+        char *why = p ? kevo_strdup(json_string_value(json_object_get(p, "error"))) : NULL;
+        profile_entry(base, json_string_value(json_object_get(c, "path")), c);
+        p = json_object_get(c, "profile");
+        if (why && p)   /* why the worker could not count it */
+            json_object_set_new(p, "cupti_error", json_string(why));
+        kevo_free(why);
     }
-    return kevo_now() - t0;
+    return worker_s + kevo_now() - t0;
 }

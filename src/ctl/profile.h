@@ -2,8 +2,8 @@
  * profile - hardware counters of a candidate's kernels, for verdicts and prompts
  * (docs/eval-json.md "profile"). This first collector runs Nsight Compute's CLI (ncu) on a
  * verification-only `kevo eval` of the candidate, in a child process of the controller,
- * and parses its CSV; an in-worker CUPTI collector is meant to fill the same object later,
- * with its own "tool". The object:
+ * and parses its CSV; the worker's CUPTI collector (worker/eval_profile.c) fills the same
+ * object with "tool": "cupti", from the same counters (core/counters.h). The object:
  *
  *   {"tool": "ncu", "kernels": [{"name", "grid": [x,y,z], "block": [x,y,z], "launches",
  *    "time_us", "dram_gbps", "dram_pct_of_peak", "l2_hit_pct", "l1_hit_pct", "sm_pct",
@@ -41,6 +41,16 @@
  */
 KEVO_NODISCARD enum kevo_status kevo_profile_parse_ncu(const char *csv_text, json_t **out,
                                                        char **out_msg);
+
+/*
+ * The worker's raw profile (collected in-process through CUPTI: {"tool": "cupti",
+ * "launches": [{"name", "grid", "block", "m": {metric: value}}], "workload", "passes",
+ * "cost_s"}) as a profile object like kevo_profile_parse_ncu's, "tool": "cupti", with
+ * its other fields kept and a "diagnosis" added. *out: json_decref; KEVO_ERR_INVALID with
+ * *out_msg (kevo_free) when raw has no usable launches.
+ */
+KEVO_NODISCARD enum kevo_status kevo_profile_from_worker(const json_t *raw, json_t **out,
+                                                         char **out_msg);
 
 /*
  * One line for a person or a prompt about the kernel that takes most of the profiled
@@ -96,12 +106,17 @@ struct kevo_profile_req {
 KEVO_NODISCARD enum kevo_status kevo_profile_collect(const struct kevo_profile_req *req,
                                                      json_t **out, char **out_msg);
 
+/* 1 when an ok entry of cands has no profile the worker collected (kevo_profile_cands
+ * then runs ncu, which needs the device to itself). */
+int kevo_profile_missing(const json_t *cands);
+
 /*
  * `kevo eval --profile`: for each entry of cands (the eval document's "candidates") whose
- * verdict is ok, load its "path" as a candidate of task, collect its profile with base's
- * settings and set it as the entry's "profile"; a collection that fails sets
- * {"tool": "ncu", "error", "cost_s"} there instead (the evaluation stands). Returns the
- * wall seconds spent.
+ * verdict is ok and whose "profile" the worker could not collect (absent, or with an
+ * "error": kept as "cupti_error"), load its "path" as a candidate of task, collect its
+ * profile through ncu with base's settings and set it as the entry's "profile"; a
+ * collection that fails sets {"tool": "ncu", "error", "cost_s"} there instead (the
+ * evaluation stands). Returns the seconds spent profiling, the worker's included.
  */
 double kevo_profile_cands(const struct kevo_profile_req *base, json_t *cands);
 

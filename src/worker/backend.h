@@ -35,6 +35,8 @@ struct kevo_device_info {
     int64_t alloc_granule;    /* guarded allocations map whole units of this (CUDA: the VMM
                                  granularity, 2 MiB; CPU: the page): a stray access within
                                  one stays in the buffer's own mapping and does not fault */
+    int kernel_clock;         /* time() reports kernel_seconds from the GPU's own kernel
+                                 timestamps (CUDA with CUPTI): 0 on CPU and without CUPTI */
 };
 
 /* What to compile: the whole source text, its path for messages, -D params and flags. */
@@ -128,8 +130,13 @@ static inline struct kevo_call kevo_call_evict(uint64_t buf, size_t bytes)
 
 /* Result of one timed batch. */
 struct kevo_sample {
-    double seconds;           /* elapsed for the whole batch */
+    double seconds;           /* elapsed for the whole batch, between events */
     double sm_clock_mhz;      /* measured during the batch; 0 if unknown */
+    /* kernel_clock 1: the sum over the batch's passes of the span from the start of the
+     * pass's first plan kernel to the end of its last, as the GPU stamped them (fills and
+     * evicts, calls whose entry is < 0, are outside every span); 0: not known, use seconds */
+    double kernel_seconds;
+    int kernel_clock;
 };
 
 struct kevo_backend_ops {
@@ -208,6 +215,19 @@ struct kevo_backend_ops {
      * else 0. Cleared by the next launch or timed batch.
      */
     int (*fault)(void *ctx, uint64_t *addr, int *write);
+    /*
+     * (optional) Hardware counters of each call of a plan: the `pre` calls (poison fills
+     * and an evict: the cold start), then the plan with each call a range, replayed as often
+     * as the metrics need. values[i * n_metrics + k]: metric k of plan call i, NaN where the
+     * device does not have it; *passes: the replays. KEVO_ERR_NOTFOUND (with *err) when
+     * the backend cannot count (no CUPTI); faults as for sync.
+     */
+    KEVO_NODISCARD enum kevo_status (*profile)(void *ctx, struct kevo_module *m,
+                                               const struct kevo_call *pre, int n_pre,
+                                               const struct kevo_call *calls, int n_calls,
+                                               const char *const *metrics, int n_metrics,
+                                               double *values, int *passes,
+                                               struct kevo_buf *err);
     void (*destroy)(void *ctx);
     /*
      * (optional) host memory that upload/download move fastest (page-locked on CUDA, where

@@ -155,17 +155,20 @@ static enum kevo_status req_sol(json_t *j, struct kevo_sol_figures *f, char **ou
 /* The small integer switches and the time cap. */
 static enum kevo_status req_flags(json_t *j, struct kevo_eval_req *out, char **out_msg)
 {
-    int64_t trials = 3, holdout = 0, timing = 1, tref = 0;
+    int64_t trials = 3, holdout = 0, timing = 1, tref = 0, profile = 0;
 
     if (opt_int(j, "trials", &trials) || opt_int(j, "holdout", &holdout) ||
-        opt_int(j, "timing", &timing) || opt_int(j, "time_reference", &tref))
-        return req_err(out_msg, "trials, holdout, timing and time_reference must be integers");
+        opt_int(j, "timing", &timing) || opt_int(j, "time_reference", &tref) ||
+        opt_int(j, "profile", &profile))
+        return req_err(out_msg, "trials, holdout, timing, time_reference and profile must be "
+                                "integers");
     if (trials > MAX_TRIALS)
         return req_err(out_msg, "trials %lld is more than %d", (long long)trials, MAX_TRIALS);
     out->trials = trials < 3 ? 3 : (int)trials; /* the protocol's floor, never less */
     out->holdout = holdout != 0;
     out->timing = timing != 0;
     out->time_reference = tref != 0;
+    out->profile = profile != 0;
     if (opt_num(j, "time_cap_s", &out->time_cap_s) || out->time_cap_s < 0)
         return req_err(out_msg, "time_cap_s must be a number >= 0");
     return KEVO_OK;
@@ -575,8 +578,23 @@ static enum kevo_status phase_time(struct kevo_ev *e, int w, size_t entry)
     return st;
 }
 
+/* Hardware counters of the candidate on workload w, the first of "workloads". */
+static enum kevo_status phase_profile(struct kevo_ev *e, int w)
+{
+    struct kevo_wl x;
+    enum kevo_status st = kevo_eval_wl_setup(e, &x, w);
+
+    x.j = json_array_get(e->wls, 0);
+    if (!st && !x.verdict)
+        st = kevo_eval_wl_profile(e, &x, &e->profile);
+    if (!st || x.verdict)
+        wl_record(e, &x);
+    kevo_eval_wl_free(e, &x);
+    return st;
+}
+
 /* The whole evaluation: parse, compile, resources, correctness everywhere, then timing
- * everywhere; stops at the first verdict. */
+ * everywhere, then (asked for) the counters; stops at the first verdict. */
 static enum kevo_status run_all(struct kevo_ev *e)
 {
     enum kevo_status st = parse_both(e);
@@ -615,6 +633,8 @@ static enum kevo_status run_all(struct kevo_ev *e)
             st = phase_time(e, w, entry++);
     }
     e->t_time = kevo_now() - t0;
+    if (e->req->profile && !e->req->holdout && !st && !e->verdict && primary >= 0)
+        st = phase_profile(e, primary);
     return st;
 }
 
@@ -648,6 +668,16 @@ static json_t *result_ok(struct kevo_ev *e)
                      e->t_verify, "time", e->t_time);
 }
 
+/* result_ok with the raw profile, when one was collected. */
+static json_t *result_doc(struct kevo_ev *e)
+{
+    json_t *doc = result_ok(e);
+
+    if (doc && e->profile)
+        json_object_set(doc, "profile", e->profile);
+    return doc;
+}
+
 /* Release everything the evaluation owns (cached modules stay with the cache). */
 static void ev_free(struct kevo_ev *e)
 {
@@ -670,6 +700,7 @@ static void ev_free(struct kevo_ev *e)
     json_decref(e->evidence);
     json_decref(e->resources);
     json_decref(e->wls);
+    json_decref(e->profile);
 }
 
 enum kevo_status kevo_eval_run(struct kevo_backend *b, const struct kevo_eval_req *req,
@@ -696,7 +727,7 @@ enum kevo_status kevo_eval_run(struct kevo_backend *b, const struct kevo_eval_re
                        json_pack("{s:s}", "message", kevo_buf_str(&e.err)),
                        "the device context was lost: %s", kevo_buf_str(&e.err));
     if (!st || st == KEVO_ERR_DEVICE)
-        *out_result = result_ok(&e);
+        *out_result = result_doc(&e);
     else if (st != KEVO_ERR_NOMEM)
         *out_result =
             json_pack("{s:s, s:s}", "error", kevo_status_name(st), "message",

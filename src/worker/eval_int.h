@@ -82,6 +82,7 @@ struct kevo_ev {
     json_t *evidence;                 /* ... its evidence */
     char *message;                    /* ... its message */
     json_t *resources, *wls;          /* result arrays under construction */
+    json_t *profile;                  /* the raw profile ("profile": 1), or NULL */
 };
 
 struct kevo_wl {                      /* one workload under evaluation */
@@ -209,5 +210,12 @@ KEVO_NODISCARD enum kevo_status kevo_eval_dump(struct kevo_ev *e, struct kevo_wl
 /* Time workload x (K rotating input sets, interleaved with the reference when asked),
  * re-check what the timed runs left, and add time, speed and SOL fields to x->j. */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_time(struct kevo_ev *e, struct kevo_wl *x);
+
+/* eval_profile.c: the candidate's hardware counters on x (set up), as the raw profile
+ * *out ({"tool", "launches", "passes", "workload", "cost_s"}, or {"tool", "error",
+ * "unavailable", ...} when they cannot be collected: the verdict stands). A fault while
+ * profiling is the candidate's crash (x's verdict). */
+KEVO_NODISCARD enum kevo_status kevo_eval_wl_profile(struct kevo_ev *e, struct kevo_wl *x,
+                                                     json_t **out);
 
 #endif

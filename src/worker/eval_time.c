@@ -28,6 +28,8 @@ struct tctx {
     int warmup;
     uint64_t flush;            /* a 2x-L2 buffer read after the fills of each pass */
     size_t flush_bytes;        /*   (GPU only; 0: none) */
+    int samples[KEVO_TIMING_MAX_ARMS];   /* samples taken, and how many of them ... */
+    int gpu_clock[KEVO_TIMING_MAX_ARMS]; /* ... the GPU's kernel timestamps timed */
 };
 
 /* Seed of timing set k: secret, and never one of the correctness trials'. */
@@ -127,13 +129,22 @@ static enum kevo_status time_batch(struct tctx *c, const struct kevo_plan *p,
     if (c->flush)   /* last: it also takes the poison's dirty lines out of L2 */
         plan[nf++] = kevo_call_evict(c->flush, c->flush_bytes);
     memcpy(plan + nf, s->calls, (size_t)s->n_calls * sizeof *plan);
-    /* the fills alone first: the buffers must end holding what the plan's last pass wrote */
     kevo_buf_reset(&e->err);
+    /* With the GPU's own kernel timestamps the plan's kernels are timed alone, whatever
+     * runs between them: no subtraction (and none of its noise). */
+    if (e->info.kernel_clock) {
+        st = e->b->ops->time(e->b->ctx, p->mod, plan, nf + s->n_calls, batch, 1, smp, &e->err);
+        if (st || smp->kernel_clock)
+            goto out;
+    }
+    /* the fills alone first: the buffers must end holding what the plan's last pass wrote */
     st = nf ? e->b->ops->time(e->b->ctx, p->mod, plan, nf, batch, 1, &fills, &e->err) : KEVO_OK;
     if (!st)
         st = e->b->ops->time(e->b->ctx, p->mod, plan, nf + s->n_calls, batch, 1, smp, &e->err);
     if (!st)
         smp->seconds = smp->seconds > fills.seconds ? smp->seconds - fills.seconds : 0.0;
+    smp->kernel_clock = 0;
+out:
     kevo_free(plan);
     return st;
 }
@@ -169,7 +180,9 @@ static enum kevo_status t_sample(void *user, int arm, int i, double *sec, double
     }
     if (!arm)
         c->launched[k] = 1;
-    *sec = smp.seconds / c->batch[arm];
+    c->samples[arm]++;
+    c->gpu_clock[arm] += smp.kernel_clock;
+    *sec = (smp.kernel_clock ? smp.kernel_seconds : smp.seconds) / c->batch[arm];
     *mhz = smp.sm_clock_mhz;
     return KEVO_OK;
 }
@@ -322,18 +335,28 @@ static enum kevo_status recheck(struct tctx *c)
     return st;
 }
 
+/* What timed an arm's samples: "cupti" (the GPU's kernel timestamps), "events", or
+ * "mixed" when some samples' records could not be matched to their launches. */
+static const char *clock_name(const struct tctx *c, int arm)
+{
+    return c->gpu_clock[arm] == 0 ? "events"
+           : c->gpu_clock[arm] == c->samples[arm] ? "cupti" : "mixed";
+}
+
 /* The "time"/"ref_time" object of one arm. */
 static json_t *time_json(const struct kevo_stats *s, const struct kevo_timing_result *r, int arm,
                          const struct tctx *c)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:i, s:o, s:i, s:i, s:b}",
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:i, s:o, s:i, s:i, s:b, "
+                     "s:s}",
                      "median_s", kevo_eval_jnum(s->median), "min_s", kevo_eval_jnum(s->min),
                      "p20_s", kevo_eval_jnum(s->p20), "p80_s", kevo_eval_jnum(s->p80),
                      "median_ci95_lo_s", kevo_eval_jnum(s->ci_lo), "median_ci95_hi_s",
                      kevo_eval_jnum(s->ci_hi), "noise",
                      kevo_eval_jnum(s->noise), "count", s->count, "capped", r->capped, "batch",
                      c->batch[arm], "sm_clock_mhz", kevo_eval_jnum(r->sm_clock_mhz[arm]), "sets",
-                     c->K, "warmup", c->warmup, "batch_cold", c->batch[arm] > 1 && c->flush);
+                     c->K, "warmup", c->warmup, "batch_cold", c->batch[arm] > 1 && c->flush,
+                     "clock", clock_name(c, arm));
 }
 
 /* The task's bytes/flops expression at this workload; 0 when absent. */

@@ -5,7 +5,8 @@
  * names the bound; malformed CSV is refused naming its line, never a crash; the
  * collector runs a fake ncu (KEVO_NCU, a shell script that writes a fixture to its
  * --log-file) with the command line it should, kills it at the deadline and reports its
- * failures; {{profile}} shows a parent's counters in prompts and nothing without them;
+ * failures; the worker's CUPTI counters become the same object and spare ncu;
+ * {{profile}} shows a parent's counters in prompts and nothing without them;
  * `kevo show` prints a stored profile.
  */
 #include "testutil.h"
@@ -15,6 +16,7 @@
 #include "ctl/archive.h"
 #include "ctl/profile.h"
 #include "ctl/prompt.h"
+#include "core/counters.h"
 #include "core/task.h"
 
 #include <errno.h>
@@ -769,22 +771,89 @@ static void test_profile_cands(void **state)
 
 /* ---- kevo eval --profile ---- */
 
-/* On CUDA, ncu is looked for before anything is evaluated (no worker, no GPU needed). */
-static void test_eval_needs_ncu(void **state)
+/* What the worker's CUPTI collector returns (worker/eval_profile.c): per launch the
+ * counters of core/counters.h, as ncu's CSV gives them per launch. */
+static json_t *raw_worker_profile(void)
 {
-    const char *cands[] = { VADD_CAND };
-    struct kevo_eval_opts o;
-    char *json = NULL, *msg = NULL;
+    return json_pack(
+        "{s:s, s:[{s:s, s:[i,i,i], s:[i,i,i], s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}},"
+        " {s:s, s:[i,i,i], s:[i,i,i], s:{s:f, s:f, s:f, s:f}}], s:i, s:f, s:{s:i}}",
+        "tool", "cupti", "launches",
+        "name", "vadd", "grid", 4096, 1, 1, "block", 256, 1, 1, "m",
+        KEVO_CTR_TIME, 20000.0, KEVO_CTR_DRAM_RD, 4.0e7, KEVO_CTR_DRAM_WR, 2.0e7,
+        KEVO_CTR_DRAM_PCT, 90.0, KEVO_CTR_SM_PCT, 12.0, KEVO_CTR_L2_HIT, 33.0,
+        KEVO_CTR_STALL_PFX "long_scoreboard" KEVO_CTR_STALL_SFX, 40.0, KEVO_CTR_LOCAL_LD, 0.0,
+        "name", "vadd", "grid", 4096, 1, 1, "block", 256, 1, 1, "m",
+        KEVO_CTR_TIME, 22000.0, KEVO_CTR_DRAM_RD, 4.0e7, KEVO_CTR_DRAM_WR, 2.0e7,
+        KEVO_CTR_DRAM_PCT, 86.0,
+        "passes", 14, "cost_s", 0.25, "workload", "index", 0);
+}
+
+/* The worker's raw counters become the same profile object ncu's CSV does. */
+static void test_from_worker(void **state)
+{
+    json_t *raw = raw_worker_profile(), *prof = NULL;
+    char *msg = NULL;
     (void)state;
 
-    kevo_eval_opts_default(&o);
-    o.profile = 1;
-    setenv("KEVO_NCU", "/nonexistent/ncu", 1);
-    assert_int_equal(kevo_eval_json(VADD_TASK, cands, 1, &o, &json, &msg), KEVO_ERR_NOTFOUND);
-    assert_null(json);
-    assert_non_null(strstr(msg, "KEVO_NCU=/nonexistent/ncu"));
+    assert_non_null(raw);
+    assert_int_equal(kevo_profile_from_worker(raw, &prof, &msg), KEVO_OK);
+    assert_string_equal(json_string_value(json_object_get(prof, "tool")), "cupti");
+    json_t *ks = json_object_get(prof, "kernels"), *k = json_array_get(ks, 0);
+    assert_int_equal(json_array_size(ks), 1);   /* one (name, grid, block) */
+    assert_int_equal(json_integer_value(json_object_get(k, "launches")), 2);
+    assert_true(fabs(json_real_value(json_object_get(k, "time_us")) - 21.0) < 1e-9);
+    /* each figure is the median of the per-launch figures */
+    assert_true(fabs(json_real_value(json_object_get(k, "dram_gbps")) -
+                     (6.0e7 / 20000 + 6.0e7 / 22000) / 2) < 1e-6);
+    assert_true(fabs(json_real_value(json_object_get(k, "dram_pct_of_peak")) - 88.0) < 1e-9);
+    assert_null(json_object_get(k, "tensor_pct"));       /* absent: not counted */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(
+                            json_object_get(k, "stalls"), 0), "reason")), "long_scoreboard");
+    assert_int_equal(json_integer_value(json_object_get(prof, "passes")), 14);
+    assert_non_null(strstr(json_string_value(json_object_get(prof, "diagnosis")), "memory-bound"));
+    json_decref(prof);
+    /* no launches, or a launch without metrics: refused with a message */
+    json_object_set_new(raw, "launches", json_array());
+    assert_int_equal(kevo_profile_from_worker(raw, &prof, &msg), KEVO_ERR_INVALID);
+    assert_null(prof);
+    assert_non_null(strstr(msg, "no launches"));
     kevo_free(msg);
-    unsetenv("KEVO_NCU");
+    json_object_set_new(raw, "launches", json_pack("[{s:s}]", "name", "k"));
+    assert_int_equal(kevo_profile_from_worker(raw, &prof, &msg), KEVO_ERR_INVALID);
+    assert_non_null(strstr(msg, "launch 0"));
+    kevo_free(msg);
+    json_decref(raw);
+}
+
+/* ncu runs only for ok candidates the worker could not count; why it could not is kept. */
+static void test_cands_worker_first(void **state)
+{
+    char body[2048], ncu[300];
+    struct vadd v;
+    (void)state;
+
+    snprintf(body, sizeof body, FAKE_NCU, scratch);
+    script(ncu, sizeof ncu, "ncu", body);
+    vadd_load(&v);
+    v.req.ncu = ncu;
+    json_t *counted = json_pack("{s:s, s:[], s:f}", "tool", "cupti", "kernels", "cost_s", 0.5);
+    json_t *cands = json_pack("[{s:s, s:s, s:o}, {s:s, s:s, s:{s:s, s:s, s:b}}]", "verdict",
+                              "ok", "path", VADD_CAND, "profile", counted, "verdict", "ok",
+                              "path", VADD_CAND, "profile", "tool", "cupti", "error",
+                              "no libcupti", "unavailable", 1);
+    assert_int_equal(kevo_profile_missing(cands), 1);
+    double t = kevo_profile_cands(&v.req, cands);
+    assert_true(t >= 0.5);                    /* the worker's own cost counts */
+    json_t *p0 = json_object_get(json_array_get(cands, 0), "profile");
+    assert_ptr_equal(p0, counted);            /* left alone */
+    json_t *p1 = json_object_get(json_array_get(cands, 1), "profile");
+    assert_string_equal(json_string_value(json_object_get(p1, "tool")), "ncu");
+    assert_int_equal(json_array_size(json_object_get(p1, "kernels")), 1);
+    assert_string_equal(json_string_value(json_object_get(p1, "cupti_error")), "no libcupti");
+    assert_int_equal(kevo_profile_missing(cands), 0);
+    json_decref(cands);
+    vadd_free(&v);
 }
 
 /* A CPU evaluation has no counters: no profile, and no failure for asking. */
@@ -883,7 +952,8 @@ int main(void)
         cmocka_unit_test(test_collect_fake_ncu),
         cmocka_unit_test(test_collect_failures),
         cmocka_unit_test(test_profile_cands),
-        cmocka_unit_test(test_eval_needs_ncu),
+        cmocka_unit_test(test_from_worker),
+        cmocka_unit_test(test_cands_worker_first),
         cmocka_unit_test(test_eval_cpu_no_profile),
         cmocka_unit_test(test_show_profile),
     };

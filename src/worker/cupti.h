@@ -1,0 +1,91 @@
+/*
+ * cupti - NVIDIA's profiling interface (CUPTI), loaded at run time with dlopen, for what the
+ * driver API cannot give the CUDA backend:
+ *  - each kernel's start and end as the GPU stamps them (activity records of kind
+ *    CONCURRENT_KERNEL): the clock behind Nsight Compute's gpu__time_duration, with no
+ *    event-record overhead, no launch gaps and no poison fills to subtract around a batch;
+ *  - hardware counters of each kernel launch (the range profiler of CUDA 12.6+: user
+ *    ranges, user replay), evaluated to metric values on the host.
+ * Nothing links -lcupti: without libcupti, or when CUPTI is already taken (a process run
+ * under ncu or nsys), kevo_cupti_open fails with a message and the backend times with
+ * events and leaves hardware counters to ncu's CLI (ctl/profile.h).
+ *
+ * One per process (CUPTI's activity callbacks are process-wide; the worker has one CUDA
+ * context). Not thread-safe, except for the buffer callbacks CUPTI calls from its own thread.
+ */
+#ifndef KEVO_CUPTI_H
+#define KEVO_CUPTI_H
+
+#include "base/buf.h"
+#include "kevo.h"
+#include <cuda.h>
+#include <stdint.h>
+
+struct kevo_cupti;   /* opaque */
+
+/*
+ * Load libcupti ($KEVO_CUPTI: its path, or "0" for none; else the loader's search path,
+ * then the toolkit kevo was built with) and start recording kernel activity in ctx.
+ * KEVO_ERR_NOTFOUND when there is no libcupti or KEVO_CUPTI=0, KEVO_ERR_CUDA when CUPTI
+ * refuses (busy, too old), with *err saying which. *out: kevo_cupti_close.
+ */
+KEVO_NODISCARD enum kevo_status kevo_cupti_open(CUcontext ctx, int device, struct kevo_cupti **out,
+                                                struct kevo_buf *err);
+void kevo_cupti_close(struct kevo_cupti *c);
+
+/* One kernel that ran: the GPU's timestamps (ns) and the launch's correlation id. */
+struct kevo_cupti_kernel {
+    uint64_t start, end;
+    uint32_t corr;
+};
+
+/* Forget every kernel recorded so far. Call with the device idle (after a sync). */
+KEVO_NODISCARD enum kevo_status kevo_cupti_mark(struct kevo_cupti *c, struct kevo_buf *err);
+
+/*
+ * The kernels that ran since the last mark, in launch order (*out borrowed until the next
+ * call; *n of them). Call with the device idle. KEVO_ERR_CUDA when records were dropped
+ * (the caller must not trust the list) or flushing failed.
+ */
+KEVO_NODISCARD enum kevo_status kevo_cupti_kernels(struct kevo_cupti *c,
+                                                   const struct kevo_cupti_kernel **out, int *n,
+                                                   struct kevo_buf *err);
+
+/*
+ * Pure: the sum over passes p of end(k[last[p]]) - start(k[first[p]]) in seconds, passes
+ * with first[p] < 0 skipped; -1 when an index is out of [0, n) or a span is negative.
+ */
+double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *first,
+                        const int *last, int n_pass);
+
+/* ---- hardware counters (range profiler) ---- */
+
+struct kevo_cupti_prof;   /* opaque: a configured collection */
+
+/*
+ * Configure the collection of metrics (perfworks names, as ncu --metrics takes them) over
+ * n_ranges ranges per pass. A metric the device does not know is left out (its values are
+ * NaN); KEVO_ERR_NOTFOUND when none is known. *out: kevo_cupti_prof_close.
+ */
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_open(struct kevo_cupti *c,
+                                                     const char *const *metrics, int n_metrics,
+                                                     int n_ranges, struct kevo_cupti_prof **out,
+                                                     struct kevo_buf *err);
+/* Passes the configured metrics need (1 if unknown). */
+int kevo_cupti_prof_passes(const struct kevo_cupti_prof *p);
+/* One pass: start; push/launch/pop per range; stop says whether every pass is done. */
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_start(struct kevo_cupti_prof *p, struct kevo_buf *err);
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_push(struct kevo_cupti_prof *p, const char *name,
+                                                     struct kevo_buf *err);
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_pop(struct kevo_cupti_prof *p, struct kevo_buf *err);
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_stop(struct kevo_cupti_prof *p, int *all_done,
+                                                     struct kevo_buf *err);
+/* After the last pass: decode; *n_ranges profiled. */
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_decode(struct kevo_cupti_prof *p, int *n_ranges,
+                                                       struct kevo_buf *err);
+/* values[n_metrics] of range r, NaN for a metric left out. */
+KEVO_NODISCARD enum kevo_status kevo_cupti_prof_values(struct kevo_cupti_prof *p, int r,
+                                                       double *values, struct kevo_buf *err);
+void kevo_cupti_prof_close(struct kevo_cupti_prof *p);
+
+#endif
