@@ -955,7 +955,8 @@ static char *kevo_exe(const struct kevo_profile_req *r)
 /* ---- running ncu ---- */
 
 /* In the child: only async-signal-safe calls up to exec. Never returns. */
-static void __attribute__((noreturn)) exec_ncu(char *const *argv, int out_fd, pid_t parent)
+static void __attribute__((noreturn)) exec_ncu(char *const *argv, char *const *envp, int out_fd,
+                                               pid_t parent)
 {
     struct sigaction sa;
     sigset_t none;
@@ -974,7 +975,7 @@ static void __attribute__((noreturn)) exec_ncu(char *const *argv, int out_fd, pi
     (void)sigaction(SIGPIPE, &sa, NULL);
     sigemptyset(&none);
     (void)sigprocmask(SIG_SETMASK, &none, NULL);
-    execvp(argv[0], argv);
+    execvpe(argv[0], argv, envp);
     dprintf(2, "kevo: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
 }
@@ -994,22 +995,49 @@ static int wait_until(pid_t pid, double deadline, int *ws)
     }
 }
 
+/* This process's environment with KEVO_CUPTI=0 (kevo_free the array, not its strings):
+ * ncu holds CUPTI in the profiled process, whose worker must not ask for it too. Built
+ * before the fork, since the child may only make async-signal-safe calls. */
+static char **ncu_env(void)
+{
+    static char off[] = "KEVO_CUPTI=0";
+    size_t n = 0, k = 0;
+    char **envp;
+
+    while (environ[n])
+        n++;
+    envp = kevo_calloc(n + 2, sizeof *envp);
+    for (size_t i = 0; envp && i < n; i++) {
+        if (strncmp(environ[i], "KEVO_CUPTI=", 11) != 0)
+            envp[k++] = environ[i];
+    }
+    if (envp)
+        envp[k] = off;
+    return envp;
+}
+
 /* Run argv with its output in out_path, killed (the whole group) at the deadline. */
 static enum kevo_status run_ncu(char *const *argv, const char *out_path, double limit_s,
                                 int *ws, char **out_msg)
 {
     int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), late;
     pid_t parent = getpid(), pid;
+    char **envp = ncu_env();
 
     *ws = 0;
-    if (fd < 0) {
-        *out_msg = kevo_strdupf("profile: %s: %s", out_path, strerror(errno));
-        return KEVO_ERR_IO;
+    if (fd < 0 || !envp) {
+        *out_msg = fd < 0 ? kevo_strdupf("profile: %s: %s", out_path, strerror(errno))
+                          : kevo_strdup("profile: out of memory");
+        if (fd >= 0)
+            close(fd);
+        kevo_free(envp);
+        return fd < 0 ? KEVO_ERR_IO : KEVO_ERR_NOMEM;
     }
     pid = fork();
     if (pid == 0)
-        exec_ncu(argv, fd, parent);
+        exec_ncu(argv, envp, fd, parent);
     close(fd);
+    kevo_free(envp);
     if (pid < 0) {
         *out_msg = kevo_strdupf("profile: fork: %s", strerror(errno));
         return KEVO_ERR_SYSTEM;
