@@ -40,7 +40,8 @@ def medians(path, key="time"):
     out = []
     for w in c["workloads"]:
         t = w.get(key) or {}
-        out.append((w.get("sizes"), t.get("median_s"), t.get("batch"), t.get("sm_clock_mhz")))
+        out.append((w.get("sizes"), t.get("median_s"), t.get("batch"), t.get("sm_clock_mhz"),
+                    t.get("clock", "events")))
     return c["verdict"], out
 
 
@@ -49,8 +50,8 @@ for f in sorted(glob.glob(os.path.join(d, "kevo-*.json"))):
     verdict, ws = medians(f)
     _, olds = medians(os.path.join(d, "old-%s.json" % k))
     groups = ncu_groups(os.path.join(d, "ncu-%s.csv" % k))
-    for i, (sizes, med, batch, mhz) in enumerate(ws):
-        row = {"kernel": k, "workload": sizes, "verdict": verdict,
+    for i, (sizes, med, batch, mhz, clock) in enumerate(ws):
+        row = {"kernel": k, "workload": sizes, "verdict": verdict, "kevo_clock": clock,
                "kevo_median_us": med * 1e6 if med else None, "kevo_batch": batch,
                "kevo_sm_clock_mhz": mhz,
                "ncu_median_us": statistics.median(groups[i]) if i < len(groups) else None,

@@ -3,7 +3,8 @@
 # (issue 13): for each task/candidate pair below, `kevo eval --json` gives kevo's median per
 # workload, and ncu (caches flushed and invalidated, clocks not locked: as kevo measures)
 # gives gpu__time_duration of every launch of the candidate's kernel in a verification-only
-# eval of the same files. Then the repeatability: 5 separate evals of two pairs. Raw output
+# eval of the same files (KEVO_CUPTI=0 there: ncu holds CUPTI in the process it profiles).
+# Then the repeatability: 5 separate evals of two pairs. Raw output
 # in $OUT (or /tmp/ncu-fidelity); bench/ncu_fidelity.py turns it into the results JSON.
 set -uo pipefail
 kevo=${1:-build/kevo}
@@ -26,7 +27,7 @@ for p in "${pairs[@]}"; do
   k=$1 task=$2 cand=$3
   $kevo eval --json "$task" "$cand" > "$out/kevo-$k.json" 2> "$out/kevo-$k.err"
   [ -n "$old" ] && $old eval --json "$task" "$cand" > "$out/old-$k.json" 2> "$out/old-$k.err"
-  ncu --target-processes all --cache-control all --clock-control none \
+  KEVO_CUPTI=0 ncu --target-processes all --cache-control all --clock-control none \
       --metrics gpu__time_duration.sum -k "regex:^$k\$" --csv --log-file "$out/ncu-$k.csv" \
       $kevo eval --no-timing --deadline 300 "$task" "$cand" > "$out/ncu-$k.eval" 2>&1
   echo "$k: $(grep -c "gpu__time_duration" "$out/ncu-$k.csv") ncu rows"

@@ -239,6 +239,13 @@ struct kevo_backend_ops {
     int (*host_free)(void *ctx, void *p);
 };
 
+/* The clock a device's samples are timed with: "cupti" (the GPU's kernel timestamps),
+ * "events" (CUDA events around a batch) or "wall" (the CPU backend's host clock). */
+static inline const char *kevo_clock_name(const struct kevo_device_info *info)
+{
+    return info->kernel_clock ? "cupti" : info->cc_major > 0 ? "events" : "wall";
+}
+
 struct kevo_backend {
     const struct kevo_backend_ops *ops;
     void *ctx;

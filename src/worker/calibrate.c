@@ -336,12 +336,14 @@ static enum kevo_status cal_time(struct cal *c, const struct kevo_call *k, int b
     st = c->b->ops->time(c->b->ctx, c->mod, k, 1, batch, 1, &s, c->err);   /* warm-up */
     for (int i = 0; !st && i < c->n_samples; i++) {
         st = c->b->ops->time(c->b->ctx, c->mod, k, 1, batch, 1, &s, c->err);
-        if (!st && !(s.seconds > 0.0 && isfinite(s.seconds))) {
-            kevo_buf_say(c->err, "backend reported a time of %g s", s.seconds);
+        /* the clock candidates are timed with, so the floors compare like with like */
+        double sec = s.kernel_clock ? s.kernel_seconds : s.seconds;
+        if (!st && !(sec > 0.0 && isfinite(sec))) {
+            kevo_buf_say(c->err, "backend reported a time of %g s", sec);
             st = KEVO_ERR_INVALID;
         }
         if (!st) {
-            t[i] = s.seconds / batch;
+            t[i] = sec / batch;
             if (s.sm_clock_mhz > 0.0)
                 mhz[n_mhz++] = s.sm_clock_mhz;
         }
@@ -587,11 +589,12 @@ static enum kevo_status result_json(const struct cal *c, const struct cal_result
     /* On a GPU the harness owns the device and the figures are tight; a CPU is shared with
      * the OS and other processes, and its bandwidth depends on thread placement and on an
      * LLC that can hold much of a workload, so its figures bound far less tightly. */
-    *out = json_pack("{s:i, s:o?, s:o?, s:o?, s:f, s:f, s:s}", "format", SOL_FORMAT,
+    *out = json_pack("{s:i, s:o?, s:o?, s:o?, s:f, s:f, s:s, s:s}", "format", SOL_FORMAT,
                      "device", device_json(c->info, c->b->ops->name),
                      "bandwidth", bandwidth_json(c, r), "peaks", peaks_json(r, spec),
                      "launch_floor_s", r->launch_floor_s, "implausible_margin",
-                     c->cuda ? SOL_MARGIN_GPU : SOL_MARGIN_CPU, "measured_at", when);
+                     c->cuda ? SOL_MARGIN_GPU : SOL_MARGIN_CPU, "measured_at", when,
+                     "clock", kevo_clock_name(c->info));
     /* `o?` turns a NULL (out of memory) part into null: refuse such a document. */
     if (*out && (!json_is_object(json_object_get(*out, "device")) ||
                  !json_is_object(json_object_get(*out, "bandwidth")) ||
@@ -693,7 +696,8 @@ static int cache_matches(json_t *j, const struct kevo_device_info *info)
            json_number_value(json_object_get(bw, "best_bytes_per_s")) > 0.0 &&
            json_is_number(json_object_get(j, "launch_floor_s")) &&
            json_is_object(json_object_get(j, "peaks")) &&
-           json_is_string(json_object_get(j, "measured_at"));
+           json_is_string(json_object_get(j, "measured_at")) &&
+           json_str_is(j, "clock", kevo_clock_name(info));   /* floors of the same clock */
 }
 
 /* The cached document for this device, or NULL (absent, corrupt or foreign). */

@@ -359,10 +359,14 @@ double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *fir
     for (int p = 0; p < n_pass; p++) {
         if (first[p] < 0)
             continue;
-        if (first[p] >= n || last[p] < first[p] || last[p] >= n ||
-            k[last[p]].end < k[first[p]].start)
+        if (first[p] >= n || last[p] < first[p] || last[p] >= n)
             return -1;
-        ns += (double)(k[last[p]].end - k[first[p]].start);
+        uint64_t begin = k[first[p]].start;
+        if (first[p] > 0 && k[first[p] - 1].end < begin)
+            begin = k[first[p] - 1].end;   /* the GPU's launch of the first kernel counts */
+        if (k[last[p]].end < begin)
+            return -1;
+        ns += (double)(k[last[p]].end - begin);
     }
     return ns * 1e-9;
 }
@@ -488,7 +492,7 @@ static enum kevo_status target_config(struct kevo_cupti_prof *p, struct kevo_buf
     sc.pConfig = p->config;
     sc.counterDataImageSize = p->data_size;
     sc.pCounterDataImage = p->data;
-    sc.range = CUPTI_UserRange;           /* a range per kernel launch, pushed by the caller */
+    sc.range = CUPTI_AutoRange;           /* a range per kernel launch, bounded by the kernel */
     sc.replayMode = CUPTI_UserReplay;     /* the caller replays: poison, evict, launch */
     sc.maxRangesPerPass = (size_t)p->n_ranges;
     sc.numNestingLevels = 1;

@@ -52,8 +52,12 @@ KEVO_NODISCARD enum kevo_status kevo_cupti_kernels(struct kevo_cupti *c,
                                                    struct kevo_buf *err);
 
 /*
- * Pure: the sum over passes p of end(k[last[p]]) - start(k[first[p]]) in seconds, passes
- * with first[p] < 0 skipped; -1 when an index is out of [0, n) or a span is negative.
+ * Pure: the sum over passes p, in seconds, of end(k[last[p]]) minus the end of the kernel
+ * before k[first[p]] (its own start when it has none, or when that one ended later): the
+ * plan's kernels as a profiler times each one alone, the GPU's launch of the first
+ * included (~1.3 us on an H100 that a kernel's own start..end leaves out, and
+ * Nsight Compute's gpu__time_duration counts). Passes with first[p] < 0 are skipped;
+ * -1 when an index is out of [0, n) or a span is negative.
  */
 double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *first,
                         const int *last, int n_pass);
@@ -73,7 +77,8 @@ KEVO_NODISCARD enum kevo_status kevo_cupti_prof_open(struct kevo_cupti *c,
                                                      struct kevo_buf *err);
 /* Passes the configured metrics need (1 if unknown). */
 int kevo_cupti_prof_passes(const struct kevo_cupti_prof *p);
-/* One pass: start; push/launch/pop per range; stop says whether every pass is done. */
+/* One pass: start; launch (each kernel is a range of its own); stop says whether every
+ * pass is done. push/pop are for user ranges (not used by kevo's collection). */
 KEVO_NODISCARD enum kevo_status kevo_cupti_prof_start(struct kevo_cupti_prof *p, struct kevo_buf *err);
 KEVO_NODISCARD enum kevo_status kevo_cupti_prof_push(struct kevo_cupti_prof *p, const char *name,
                                                      struct kevo_buf *err);

@@ -335,11 +335,15 @@ static enum kevo_status recheck(struct tctx *c)
     return st;
 }
 
-/* What timed an arm's samples: "cupti" (the GPU's kernel timestamps), "events", or
- * "mixed" when some samples' records could not be matched to their launches. */
+/* What timed an arm's samples: "cupti" (the GPU's kernel timestamps), "events" or "wall"
+ * (kevo_clock_name of a device without them), or "mixed" when some samples' records could
+ * not be matched to their launches. */
 static const char *clock_name(const struct tctx *c, int arm)
 {
-    return c->gpu_clock[arm] == 0 ? "events"
+    struct kevo_device_info none = c->e->info;
+
+    none.kernel_clock = 0;
+    return c->gpu_clock[arm] == 0 ? kevo_clock_name(&none)
            : c->gpu_clock[arm] == c->samples[arm] ? "cupti" : "mixed";
 }
 

@@ -27,11 +27,16 @@ static void test_spans(void **state)
     int first[2] = { 2, 6 }, last[2] = { 3, 7 };
     (void)state;
 
-    /* (400 - 210) + (790 - 610) ns: the gap inside a pass counts, the harness never */
-    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2) - 370e-9) < 1e-15);
+    /* (400 - 200) + (790 - 600) ns: from the end of the kernel before the plan (its
+     * launch counts), gaps inside a pass too, the harness kernels never */
+    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2) - 390e-9) < 1e-15);
     /* a pass without a plan kernel adds nothing */
     first[1] = -1;
-    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2) - 190e-9) < 1e-15);
+    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2) - 200e-9) < 1e-15);
+    /* no kernel before the plan: from its own start */
+    first[0] = 0;
+    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 1) - 400e-9) < 1e-15);
+    first[0] = 2;
     /* indices past the records, or reversed, are refused */
     first[1] = 6;
     last[1] = 8;
@@ -44,11 +49,16 @@ static void test_spans(void **state)
 /* A time going backwards (a record from another clock) is refused, not a negative sample. */
 static void test_spans_backwards(void **state)
 {
-    struct kevo_cupti_kernel k[2] = { { 500, 600, 1 }, { 100, 200, 2 } };
-    int first[1] = { 0 }, last[1] = { 1 };
+    struct kevo_cupti_kernel k[3] = { { 50, 300, 0 }, { 500, 600, 1 }, { 100, 200, 2 } };
+    int first[1] = { 1 }, last[1] = { 2 };
     (void)state;
 
-    assert_true(kevo_cupti_spans(k, 2, first, last, 1) < 0);
+    assert_true(kevo_cupti_spans(k, 3, first, last, 1) < 0);
+    /* a kernel before the plan that ends after the plan started (overlap): the plan's own
+     * start bounds it */
+    struct kevo_cupti_kernel o[2] = { { 0, 300, 0 }, { 250, 400, 1 } };
+    first[0] = last[0] = 1;
+    assert_true(fabs(kevo_cupti_spans(o, 2, first, last, 1) - 150e-9) < 1e-15);
 }
 
 /* KEVO_CUPTI names the library; one that is not there is NOTFOUND with the path said. */
