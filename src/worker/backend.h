@@ -37,6 +37,7 @@ struct kevo_device_info {
                                  one stays in the buffer's own mapping and does not fault */
     int kernel_clock;         /* time() reports kernel_seconds from the GPU's own kernel
                                  timestamps (CUDA with CUPTI): 0 on CPU and without CUPTI */
+    double launch_gap_s;      /* with kernel_clock: the launch latency added to each pass */
 };
 
 /* What to compile: the whole source text, its path for messages, -D params and flags. */
@@ -133,8 +134,9 @@ struct kevo_sample {
     double seconds;           /* elapsed for the whole batch, between events */
     double sm_clock_mhz;      /* measured during the batch; 0 if unknown */
     /* kernel_clock 1: the sum over the batch's passes of the span from the start of the
-     * pass's first plan kernel to the end of its last, as the GPU stamped them (fills and
-     * evicts, calls whose entry is < 0, are outside every span); 0: not known, use seconds */
+     * pass's first plan kernel to the end of its last, as the GPU stamped them, plus the
+     * device's launch latency (info.launch_gap_s) per pass (fills and evicts, calls whose
+     * entry is < 0, are outside every span); 0: not known, use seconds */
     double kernel_seconds;
     int kernel_clock;
 };

@@ -71,6 +71,7 @@ struct cuda_ctx {
     struct kevo_cupti *cupti;            /* kernel timestamps and counters; NULL: none */
     char cupti_why[256];                 /* why there is none */
     long kseq;                           /* kernels launched since the last cupti mark */
+    double launch_gap_s;                 /* the GPU's launch latency (CUPTI: measured) */
 };
 
 /* A page-locked host block. Pinning costs ~0.1 s per GiB, so freed blocks are kept (up to

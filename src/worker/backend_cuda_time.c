@@ -5,10 +5,11 @@
  * A sample: drain, cold start (evict + discard of 2 x L2), a blocking kernel that holds
  * the GPU while up to QUEUE_CAP launches are queued behind it, clock stamps and events
  * around the batch. With CUPTI (cupti.h) each kernel's own GPU timestamps are recorded
- * too, and the sample's kernel_seconds is the sum over its passes of the span from the end
- * of the kernel before the plan to the end of the plan's last kernel (kevo_cupti_spans):
- * what Nsight Compute's gpu__time_duration reads, free of the events' overhead and of the
- * fills and evicts between passes.
+ * too, and the sample's kernel_seconds is the sum over its passes of the span from the start
+ * of the plan's first kernel to the end of its last, plus the GPU's launch latency measured
+ * once when CUPTI opens (kevo_cupti_spans, measure_gap): what Nsight Compute's
+ * gpu__time_duration reads, free of the events' overhead, of the fills and evicts between
+ * passes, and of the gap before a kernel, which varies with whatever ran before it.
  *
  * Counters: the range profiler replays the cold start and the plan, each plan kernel its
  * own range, until every pass the metrics need is collected.
@@ -166,7 +167,7 @@ static void spans_end(struct cuda_ctx *c, int batch, struct spans *sp, struct ke
         goto out;
     kevo_buf_reset(&c->msg);
     if (!kevo_cupti_kernels(c->cupti, &k, &n, &c->msg) && n == c->kseq)
-        s = kevo_cupti_spans(k, n, sp->first, sp->last, batch);
+        s = kevo_cupti_spans(k, n, sp->first, sp->last, batch, c->launch_gap_s);
     if (s >= 0) {
         out->kernel_seconds = s;
         out->kernel_clock = 1;
@@ -315,15 +316,56 @@ enum kevo_status kevo_cuda_profile(void *ctx, struct kevo_module *m, const struc
     return kevo_cuda_note(c, st);
 }
 
+#define GAP_KERNELS 20   /* fewer than QUEUE_CAP: all queued before the blocker lets go */
+
+/*
+ * The GPU's launch latency, which a kernel's own timestamps leave out: GAP_KERNELS empty
+ * kernels queued behind the blocker run back to back; the median idle gap between one's
+ * end and the next one's start (the second of two tries: the first pays for warming up).
+ */
+static enum kevo_status measure_gap(struct cuda_ctx *c, struct kevo_buf *err)
+{
+    struct kevo_call k = {.entry = HENT_DISCARD, .grid = {1, 1, 1}, .block = {V_THREADS, 1, 1},
+                          .n_args = 2};
+    const struct kevo_cupti_kernel *r = NULL;
+    struct kevo_sample smp;
+    enum kevo_status st = KEVO_OK;
+    int n = 0;
+
+    k.args[0] = (struct kevo_val){.kind = KEVO_VAL_PTR, .ptr = (uint64_t)c->sink};
+    k.args[1] = (struct kevo_val){.kind = KEVO_VAL_INT, .dtype = KEVO_I64, .i = 0};
+    for (int i = 0; i < 2 && !st; i++)
+        st = kevo_cuda_time(c, c->harness, &k, 1, GAP_KERNELS, 0, &smp, err);
+    if (!st && !smp.kernel_clock) {
+        kevo_buf_say(err, "the kernel records did not match the launches");
+        st = KEVO_ERR_CUDA;
+    }
+    if (!st)   /* the list the sample was read from: the plan's kernels, then the stamp */
+        st = kevo_cupti_kernels(c->cupti, &r, &n, err);
+    if (!st && n >= GAP_KERNELS + 1)
+        c->launch_gap_s = kevo_cupti_gap(r, n - 1 - GAP_KERNELS, n - 1);
+    if (!st && !(c->launch_gap_s >= 0 && c->launch_gap_s < 1e-4)) {
+        kevo_buf_say(err, "implausible launch latency %g s", c->launch_gap_s);
+        st = KEVO_ERR_CUDA;
+    }
+    return st;
+}
+
 void kevo_cuda_cupti_open(struct cuda_ctx *c, int device)
 {
     struct kevo_buf why;
 
     kevo_buf_init(&why, sizeof c->cupti_why);
-    if (kevo_cupti_open(c->ctx, device, &c->cupti, &why)) {
+    if (!kevo_cupti_open(c->ctx, device, &c->cupti, &why) && measure_gap(c, &why)) {
+        kevo_cupti_close(c->cupti);   /* a clock that cannot be trusted is no clock */
+        c->cupti = NULL;
+    }
+    if (!c->cupti) {
         snprintf(c->cupti_why, sizeof c->cupti_why, "%s", kevo_buf_str(&why));
         KEVO_INFO("cuda: kernel times from events, no hardware counters (%s)", c->cupti_why);
+        c->launch_gap_s = 0;
     }
     c->info.kernel_clock = c->cupti != NULL;
+    c->info.launch_gap_s = c->launch_gap_s;
     kevo_buf_free(&why);
 }

@@ -595,6 +595,8 @@ static enum kevo_status result_json(const struct cal *c, const struct cal_result
                      "launch_floor_s", r->launch_floor_s, "implausible_margin",
                      c->cuda ? SOL_MARGIN_GPU : SOL_MARGIN_CPU, "measured_at", when,
                      "clock", kevo_clock_name(c->info));
+    if (*out && c->info->kernel_clock)   /* what each pass of a sample adds (backend.h) */
+        json_object_set_new(*out, "launch_gap_s", json_real(c->info->launch_gap_s));
     /* `o?` turns a NULL (out of memory) part into null: refuse such a document. */
     if (*out && (!json_is_object(json_object_get(*out, "device")) ||
                  !json_is_object(json_object_get(*out, "bandwidth")) ||

@@ -352,23 +352,40 @@ enum kevo_status kevo_cupti_kernels(struct kevo_cupti *c, const struct kevo_cupt
 }
 
 double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *first,
-                        const int *last, int n_pass)
+                        const int *last, int n_pass, double launch_s)
 {
-    double ns = 0;
+    double ns = 0, passes = 0;
 
     for (int p = 0; p < n_pass; p++) {
         if (first[p] < 0)
             continue;
-        if (first[p] >= n || last[p] < first[p] || last[p] >= n)
+        if (first[p] >= n || last[p] < first[p] || last[p] >= n ||
+            k[last[p]].end < k[first[p]].start)
             return -1;
-        uint64_t begin = k[first[p]].start;
-        if (first[p] > 0 && k[first[p] - 1].end < begin)
-            begin = k[first[p] - 1].end;   /* the GPU's launch of the first kernel counts */
-        if (k[last[p]].end < begin)
-            return -1;
-        ns += (double)(k[last[p]].end - begin);
+        ns += (double)(k[last[p]].end - k[first[p]].start);
+        passes++;
     }
-    return ns * 1e-9;
+    return ns * 1e-9 + passes * launch_s;
+}
+
+double kevo_cupti_gap(const struct kevo_cupti_kernel *k, int from, int to)
+{
+    double *g = kevo_calloc((size_t)(to > from ? to - from : 1), sizeof *g), m = -1;
+    int n = 0;
+
+    for (int i = from + 1; g && i < to; i++)
+        g[n++] = k[i].start >= k[i - 1].end ? (double)(k[i].start - k[i - 1].end) : 0.0;
+    for (int i = 1; i < n; i++) {   /* insertion sort: a few dozen gaps */
+        double v = g[i];
+        int j = i - 1;
+        for (; j >= 0 && g[j] > v; j--)
+            g[j + 1] = g[j];
+        g[j + 1] = v;
+    }
+    if (n)
+        m = (n % 2 ? g[n / 2] : (g[n / 2 - 1] + g[n / 2]) / 2) * 1e-9;
+    kevo_free(g);
+    return m;
 }
 
 /* ---- the range profiler ---- */

@@ -52,15 +52,18 @@ KEVO_NODISCARD enum kevo_status kevo_cupti_kernels(struct kevo_cupti *c,
                                                    struct kevo_buf *err);
 
 /*
- * Pure: the sum over passes p, in seconds, of end(k[last[p]]) minus the end of the kernel
- * before k[first[p]] (its own start when it has none, or when that one ended later): the
- * plan's kernels as a profiler times each one alone, the GPU's launch of the first
- * included (~1.3 us on an H100 that a kernel's own start..end leaves out, and
- * Nsight Compute's gpu__time_duration counts). Passes with first[p] < 0 are skipped;
- * -1 when an index is out of [0, n) or a span is negative.
+ * Pure: the sum over passes p, in seconds, of end(k[last[p]]) - start(k[first[p]]) plus
+ * launch_s: a pass's kernels as the GPU stamps them, plus the device's launch latency,
+ * which a kernel's own start..end leaves out and Nsight Compute's gpu__time_duration
+ * counts (~1.3 us on an H100; kevo_cupti_gap measures it). Passes with first[p] < 0 are
+ * skipped; -1 when an index is out of [0, n) or a span is negative.
  */
 double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *first,
-                        const int *last, int n_pass);
+                        const int *last, int n_pass, double launch_s);
+
+/* Pure: the median, in seconds, of the idle gaps start(k[i]) - end(k[i-1]) for i in
+ * (from, to): kernels launched back to back, the GPU's own launch latency. -1 if none. */
+double kevo_cupti_gap(const struct kevo_cupti_kernel *k, int from, int to);
 
 /* ---- hardware counters (range profiler) ---- */
 

@@ -1,7 +1,8 @@
 /*
  * test_cupti - the CUPTI module (src/worker/cupti.c) without a GPU: the span arithmetic
  * that turns kernel records into a sample's time (pass by pass, fills and evicts between
- * passes left out, bad indices refused), and a libcupti that cannot be loaded is a
+ * passes left out, the launch latency added once a pass, bad indices refused), the
+ * latency as the median gap between back-to-back kernels, and a libcupti that cannot be loaded is a
  * message naming what was tried, never a crash. The GPU path is exercised by
  * tools/gpu-test.sh and bench/ncu_fidelity.sh on a device.
  */
@@ -27,38 +28,44 @@ static void test_spans(void **state)
     int first[2] = { 2, 6 }, last[2] = { 3, 7 };
     (void)state;
 
-    /* (400 - 200) + (790 - 600) ns: from the end of the kernel before the plan (its
-     * launch counts), gaps inside a pass too, the harness kernels never */
-    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2) - 390e-9) < 1e-15);
-    /* a pass without a plan kernel adds nothing */
+    /* (400 - 210) + (790 - 610) ns, plus the launch latency once per pass: the gap inside
+     * a pass counts, the harness kernels never */
+    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2, 0) - 370e-9) < 1e-15);
+    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2, 1e-6) - (370e-9 + 2e-6)) < 1e-15);
+    /* a pass without a plan kernel adds nothing, not even the latency */
     first[1] = -1;
-    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2) - 200e-9) < 1e-15);
-    /* no kernel before the plan: from its own start */
-    first[0] = 0;
-    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 1) - 400e-9) < 1e-15);
-    first[0] = 2;
+    assert_true(fabs(kevo_cupti_spans(recs, 8, first, last, 2, 1e-6) - (190e-9 + 1e-6)) < 1e-15);
     /* indices past the records, or reversed, are refused */
     first[1] = 6;
     last[1] = 8;
-    assert_true(kevo_cupti_spans(recs, 8, first, last, 2) < 0);
+    assert_true(kevo_cupti_spans(recs, 8, first, last, 2, 0) < 0);
     last[1] = 5;
-    assert_true(kevo_cupti_spans(recs, 8, first, last, 2) < 0);
-    assert_true(kevo_cupti_spans(recs, 8, first, last, 0) == 0);
+    assert_true(kevo_cupti_spans(recs, 8, first, last, 2, 0) < 0);
+    assert_true(kevo_cupti_spans(recs, 8, first, last, 0, 0) == 0);
 }
 
 /* A time going backwards (a record from another clock) is refused, not a negative sample. */
 static void test_spans_backwards(void **state)
 {
-    struct kevo_cupti_kernel k[3] = { { 50, 300, 0 }, { 500, 600, 1 }, { 100, 200, 2 } };
-    int first[1] = { 1 }, last[1] = { 2 };
+    struct kevo_cupti_kernel k[2] = { { 500, 600, 1 }, { 100, 200, 2 } };
+    int first[1] = { 0 }, last[1] = { 1 };
     (void)state;
 
-    assert_true(kevo_cupti_spans(k, 3, first, last, 1) < 0);
-    /* a kernel before the plan that ends after the plan started (overlap): the plan's own
-     * start bounds it */
-    struct kevo_cupti_kernel o[2] = { { 0, 300, 0 }, { 250, 400, 1 } };
-    first[0] = last[0] = 1;
-    assert_true(fabs(kevo_cupti_spans(o, 2, first, last, 1) - 150e-9) < 1e-15);
+    assert_true(kevo_cupti_spans(k, 2, first, last, 1, 0) < 0);
+}
+
+/* The launch latency: the median idle gap between kernels run back to back. */
+static void test_gap(void **state)
+{
+    (void)state;
+    /* gaps before kernels 1..7: 0, 10, 5, 0, 0, 10, 0 ns -> median 0 */
+    assert_true(kevo_cupti_gap(recs, 0, 8) == 0);
+    /* (1, 4): the gaps before kernels 2 and 3: 10 and 5 -> 7.5 ns */
+    assert_true(fabs(kevo_cupti_gap(recs, 1, 4) - 7.5e-9) < 1e-15);
+    /* an overlap (a start before the previous end) is no negative gap */
+    struct kevo_cupti_kernel o[3] = { { 0, 300, 0 }, { 250, 400, 1 }, { 420, 500, 2 } };
+    assert_true(fabs(kevo_cupti_gap(o, 0, 3) - 10e-9) < 1e-15);
+    assert_true(kevo_cupti_gap(recs, 3, 4) < 0);   /* no pair */
 }
 
 /* KEVO_CUPTI names the library; one that is not there is NOTFOUND with the path said. */
@@ -87,6 +94,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spans),
         cmocka_unit_test(test_spans_backwards),
+        cmocka_unit_test(test_gap),
         cmocka_unit_test(test_open_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
