@@ -352,7 +352,7 @@ static json_t *time_json(const struct kevo_stats *s, const struct kevo_timing_re
                          const struct tctx *c)
 {
     return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:i, s:o, s:i, s:i, s:b, "
-                     "s:s}",
+                     "s:s, s:o*}",
                      "median_s", kevo_eval_jnum(s->median), "min_s", kevo_eval_jnum(s->min),
                      "p20_s", kevo_eval_jnum(s->p20), "p80_s", kevo_eval_jnum(s->p80),
                      "median_ci95_lo_s", kevo_eval_jnum(s->ci_lo), "median_ci95_hi_s",
@@ -360,7 +360,8 @@ static json_t *time_json(const struct kevo_stats *s, const struct kevo_timing_re
                      kevo_eval_jnum(s->noise), "count", s->count, "capped", r->capped, "batch",
                      c->batch[arm], "sm_clock_mhz", kevo_eval_jnum(r->sm_clock_mhz[arm]), "sets",
                      c->K, "warmup", c->warmup, "batch_cold", c->batch[arm] > 1 && c->flush,
-                     "clock", clock_name(c, arm));
+                     "clock", clock_name(c, arm), "launch_gap_s",
+                     c->gpu_clock[arm] ? kevo_eval_jnum(c->e->info.launch_gap_s) : NULL);
 }
 
 /* The task's bytes/flops expression at this workload; 0 when absent. */
