@@ -44,6 +44,7 @@ void kevo_sol_figures_from_json(json_t *calib, struct kevo_sol_figures *out)
     for (int u = 0; u < KEVO_UNIT_COUNT; u++)
         out->peak_flops[u] = figure(json_object_get(peaks, kevo_unit_name((enum kevo_unit)u)), "used_flops_per_s");
     out->launch_floor_s = figure(json_object_get(calib, "launch_floor_s"), "");
+    out->launch_gap_s = figure(json_object_get(calib, "launch_gap_s"), "");
     /* Request form: "margin"; calibration form: "implausible_margin". */
     out->margin = figure(json_object_get(calib, "margin"), "");
     if (out->margin == 0.0)
@@ -62,6 +63,7 @@ json_t *kevo_sol_figures_to_json(const struct kevo_sol_figures *f)
     bad = bad || json_object_set_new(o, "launch_floor_s",
                                      json_real(kevo_sol_positive(f->launch_floor_s)));
     bad = bad || json_object_set_new(o, "margin", json_real(kevo_sol_positive(f->margin)));
+    bad = bad || kevo_sol_set_positive(o, "launch_gap_s", f->launch_gap_s) != 0;
     json_decref(peaks);
     if (bad) {
         json_decref(o);

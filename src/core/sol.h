@@ -18,6 +18,8 @@ struct kevo_sol_figures {
     double bw_bytes_per_s;                 /* achievable DRAM bandwidth */
     double peak_flops[KEVO_UNIT_COUNT];    /* per unit (enum kevo_unit) */
     double launch_floor_s;                 /* empty-kernel time under the same protocol */
+    double launch_gap_s;                   /* kernel timestamps (CUPTI): the launch latency
+                                              added to each pass's span; 0 = unknown */
     double margin;                         /* how far below the floor a time may fall before
                                               it is `implausible` (relative); 0 = default */
 };

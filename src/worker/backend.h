@@ -37,7 +37,8 @@ struct kevo_device_info {
                                  one stays in the buffer's own mapping and does not fault */
     int kernel_clock;         /* time() reports kernel_seconds from the GPU's own kernel
                                  timestamps (CUDA with CUPTI): 0 on CPU and without CUPTI */
-    double launch_gap_s;      /* with kernel_clock: the launch latency added to each pass */
+    double launch_gap_s;      /* with kernel_clock: the launch latency this process measured
+                                 (calibration keeps one per device: core/sol.h) */
 };
 
 /* What to compile: the whole source text, its path for messages, -D params and flags. */
@@ -134,11 +135,13 @@ struct kevo_sample {
     double seconds;           /* elapsed for the whole batch, between events */
     double sm_clock_mhz;      /* measured during the batch; 0 if unknown */
     /* kernel_clock 1: the sum over the batch's passes of the span from the start of the
-     * pass's first plan kernel to the end of its last, as the GPU stamped them, plus the
-     * device's launch latency (info.launch_gap_s) per pass (fills and evicts, calls whose
-     * entry is < 0, are outside every span); 0: not known, use seconds */
+     * pass's first plan kernel to the end of its last, as the GPU stamped them (fills and
+     * evicts, calls whose entry is < 0, are outside every span), over kernel_passes passes
+     * that launched a plan kernel: the caller adds a launch latency per pass (the device's
+     * calibrated one, else info.launch_gap_s); 0: not known, use seconds */
     double kernel_seconds;
     int kernel_clock;
+    int kernel_passes;
 };
 
 struct kevo_backend_ops {

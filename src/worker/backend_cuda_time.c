@@ -167,10 +167,12 @@ static void spans_end(struct cuda_ctx *c, int batch, struct spans *sp, struct ke
         goto out;
     kevo_buf_reset(&c->msg);
     if (!kevo_cupti_kernels(c->cupti, &k, &n, &c->msg) && n == c->kseq)
-        s = kevo_cupti_spans(k, n, sp->first, sp->last, batch, c->launch_gap_s);
+        s = kevo_cupti_spans(k, n, sp->first, sp->last, batch, 0);
     if (s >= 0) {
         out->kernel_seconds = s;
         out->kernel_clock = 1;
+        for (int b = 0; b < batch; b++)
+            out->kernel_passes += sp->first[b] >= 0;
     } else if (!warned++) {
         KEVO_WARN("cuda: a sample's kernel records did not match its launches (%d records, "
                   "%ld launches%s%s): timed with events", n, c->kseq,

@@ -337,7 +337,8 @@ static enum kevo_status cal_time(struct cal *c, const struct kevo_call *k, int b
     for (int i = 0; !st && i < c->n_samples; i++) {
         st = c->b->ops->time(c->b->ctx, c->mod, k, 1, batch, 1, &s, c->err);
         /* the clock candidates are timed with, so the floors compare like with like */
-        double sec = s.kernel_clock ? s.kernel_seconds : s.seconds;
+        double sec = s.kernel_clock ? s.kernel_seconds + s.kernel_passes * c->info->launch_gap_s
+                                    : s.seconds;
         if (!st && !(sec > 0.0 && isfinite(sec))) {
             kevo_buf_say(c->err, "backend reported a time of %g s", sec);
             st = KEVO_ERR_INVALID;

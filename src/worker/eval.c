@@ -131,7 +131,8 @@ static enum kevo_status req_params_get(json_t *j, struct kevo_eval_req *out, cha
     return KEVO_OK;
 }
 
-/* sol: {bw, peaks{unit name: flops/s}, launch_floor_s}; missing figures stay 0 (unknown). */
+/* sol: {bw, peaks{unit name: flops/s}, launch_floor_s, launch_gap_s}; missing figures stay 0
+ * (unknown). */
 static enum kevo_status req_sol(json_t *j, struct kevo_sol_figures *f, char **out_msg)
 {
     json_t *s = json_object_get(j, "sol"), *peaks;
@@ -139,7 +140,8 @@ static enum kevo_status req_sol(json_t *j, struct kevo_sol_figures *f, char **ou
     if (!s || json_is_null(s))
         return KEVO_OK;
     if (!json_is_object(s) || opt_num(s, "bw", &f->bw_bytes_per_s) ||
-        opt_num(s, "launch_floor_s", &f->launch_floor_s))
+        opt_num(s, "launch_floor_s", &f->launch_floor_s) ||
+        opt_num(s, "launch_gap_s", &f->launch_gap_s))
         return req_err(out_msg, "sol must be {bw, peaks{unit: flops/s}, launch_floor_s}");
     peaks = json_object_get(s, "peaks");
     if (peaks && !json_is_object(peaks))
