@@ -17,7 +17,25 @@ LDLIBS  := -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc -ljansson -lseccomp 
 
 SRCS    ?= $(wildcard src/*/*.c)
 HDRS    := $(wildcard src/*/*.h)
-OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
+
+# MPI (optional: `kevo run --mpi`, docs/cluster.md): built in when Open MPI's mpicc, or
+# pkg-config's ompi-c, is found (MPI=0 leaves it out even then). With it, src/ctl/mpi_io.c
+# is built with MPI's flags and kevo links libmpi; without it, src/ctl/mpi_stub.c, whose
+# kevo_mpi_open says kevo was not built with MPI.
+ifeq ($(origin MPI),undefined)
+MPI     := $(if $(shell command -v mpicc 2>/dev/null)$(shell pkg-config --exists ompi-c 2>/dev/null && echo y),1,0)
+endif
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || pkg-config --cflags ompi-c)
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null || pkg-config --libs ompi-c)
+MPI_SKIP   := src/ctl/mpi_stub.c
+CFLAGS     += -DKEVO_MPI
+LDLIBS     += $(MPI_LIBS)
+else
+MPI_SKIP   := src/ctl/mpi_io.c
+endif
+LIBSRCS := $(filter-out $(MPI_SKIP),$(SRCS))
+OBJS    := $(LIBSRCS:src/%.c=$(BUILD)/obj/%.o)
 KERNELS := $(wildcard kernels/*.cu kernels/*.c)
 KGEN    := $(patsubst kernels/%,$(BUILD)/gen/%.inc,$(KERNELS))
 TESTS   := $(wildcard tests/unit/test_*.c)
@@ -27,7 +45,7 @@ KEVO    := $(BUILD)/kevo
 EMUL    := $(BUILD)/tests/harness_emul
 
 .PHONY: all test run gpu-test bench fuzz deps clean check-tasks asan deps-check checksrc \
-        checksrc-selftest
+        checksrc-selftest report-shot
 # the embedded kernels are inputs of many objects: keep them between runs
 .SECONDARY: $(KGEN)
 all: $(KEVO)
@@ -44,6 +62,8 @@ $(BUILD)/embed: tools/embed.c
 $(BUILD)/obj/%.o: src/%.c $(HDRS) include/kevo.h $(KGEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/ctl/mpi_io.o: CFLAGS += $(MPI_CFLAGS)
 
 $(LIB): $(OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -69,11 +89,15 @@ $(EMUL): tests/emul/harness_emul.cpp tests/emul/cuda_host.h tests/unit/judge_cas
 test: checksrc checksrc-selftest deps-check $(KEVO) $(TBINS) $(EMUL)
 	@set -e; for t in $(TBINS) $(EMUL); do echo "== $$t"; KEVO_BIN=$(abspath $(KEVO)) $$t; done
 	$(KEVO) check tasks/ tests/exploits/tasks/
-	$(KEVO) check --task tasks/cpu/cpu_softmax_rows.c examples/seeds/cpu_softmax_rows.c
-	$(KEVO) check --task tasks/level1/softmax_rows.cu examples/seeds/softmax_rows.cu
+	@set -e; for s in examples/seeds/*.cu examples/seeds/*.c; do \
+	    t=$$(ls tasks/*/$$(basename $$s) 2>/dev/null | head -1); \
+	    if [ -z "$$t" ]; then echo "$$s: no suite task named like it in tasks/"; exit 1; fi; \
+	    $(KEVO) check --task $$t $$s; done
 	$(KEVO) check bench/tasks/scale_shift.cu
 	$(KEVO) check --task bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu
 	tests/install.sh "$(MAKE)" $(BUILD) $(PREFIX)
+	@if [ "$(MPI)" = 1 ]; then tests/mpi/run.sh $(KEVO); \
+	else echo "== tests/mpi/run.sh skipped: kevo is built without MPI"; fi
 	@echo "all tests passed"
 
 deps-check:
@@ -113,8 +137,24 @@ deps:
 run: deps $(KEVO)
 	tools/run-default.sh $(KEVO)
 
+# make mcp-sdk-test: kevo mcp driven by the official MCP client SDK (node 18 or later and
+# npm; docs/agents.md): npm ci installs the SDK pinned in tests/mcp/package-lock.json
+# (into tests/mcp/node_modules, git-ignored) unless it is there already.
+.PHONY: mcp-sdk-test
+mcp-sdk-test: $(KEVO)
+	@test -d tests/mcp/node_modules/@modelcontextprotocol/sdk || \
+	    (cd tests/mcp && npm ci --no-audit --no-fund)
+	KEVO_BIN=$(abspath $(KEVO)) node tests/mcp/sdk_client.mjs
+
 gpu-test: $(KEVO) $(TBINS)
 	tools/gpu-test.sh $(KEVO)
+
+# make report-shot: a kevo report drawn by headless Chromium, saved as a PNG and checked
+# (not part of make test; needs chromium). ARCHIVE and RUN name the run (default: a short
+# CPU search made first); PNG the picture (default $(BUILD)/report.png). docs/report.md.
+PNG ?= $(BUILD)/report.png
+report-shot: $(KEVO)
+	KEVO=$(KEVO) tools/report-shot.sh $(if $(ARCHIVE),$(ARCHIVE) $(or $(RUN),1),--cpu) $(PNG)
 
 # benchmarks (not tests): programs under bench/, driven by tools/bench-gpu.sh on a GPU;
 # bench_archive needs no GPU, so make bench runs it (BENCH_ARCHIVE_N=0 skips it)
@@ -149,7 +189,8 @@ DESTDIR ?=
 KEVO_SHARE := $(PREFIX)/share/kevo
 KEVO_MAN   := $(PREFIX)/share/man/man1/kevo.1
 KEVO_DATA  := $(wildcard prompts/*.md docs/playbook/*.md prices.json tasks/*/*.cu tasks/*/*.c \
-                         examples/seeds/*.cu examples/seeds/*.c)
+                         examples/seeds/*.cu examples/seeds/*.c \
+                         docs/agents.md docs/task-format.md docs/harness.md)
 KEVO_DATA_DIRS := $(sort $(filter-out ./,$(dir $(KEVO_DATA)) \
                                          $(dir $(patsubst %/,%,$(dir $(KEVO_DATA))))))
 .PHONY: install uninstall prefix-check

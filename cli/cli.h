@@ -57,6 +57,10 @@ int cli_cmd_models(int argc, char **argv);
 /* cli/llm_cmd.c: pending, answer, import (docs/llm.md "Air-gapped clusters") */
 int cli_cmd_llm(int argc, char **argv);
 
+/* cli/mcp_cmd.c: agent mode (docs/agents.md) */
+int cli_cmd_mcp(int argc, char **argv);
+int cli_cmd_prompt(int argc, char **argv);
+
 /* cli/help.c: cmd's usage on stdout, 0; -1 for a command it does not know. */
 int cli_help(const char *cmd);
 int cli_wants_help(int argc, char **argv);         /* is --help or -h among the args? */
@@ -65,6 +69,9 @@ int cli_wants_help(int argc, char **argv);         /* is --help or -h among the 
 int cli_cmd_show(int argc, char **argv);
 void cli_print_cands(json_t *doc);                 /* kevo_runs_cands_json's document */
 void cli_print_best(json_t *best);                 /* a report's "best" (geomeans, workloads) */
+
+/* cli/report_cmd.c: `kevo report RUN`, `kevo report --bench FILE` (docs/report.md) */
+int cli_cmd_report(int argc, char **argv);
 
 /* cli/profile_print.c: a result's "profile" (hardware counters), each line after indent */
 void cli_print_profile(json_t *profile, const char *indent);

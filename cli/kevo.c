@@ -532,6 +532,8 @@ static int cmd_version(void)
     printf("kevo %s\n", KEVO_VERSION);
     printf("data: %s (%s)%s\n", dir, rule,
            stat(dir, &s) == 0 && S_ISDIR(s.st_mode) ? "" : " [missing]");
+    printf("mpi: %s\n", kevo_mpi_library() ? kevo_mpi_library()   /* run --mpi */
+                                             : "not built in (docs/cluster.md)");
     return 0;
 }
 
@@ -558,8 +560,14 @@ int main(int argc, char **argv)
         return cli_cmd_show(argc - 2, argv + 2);
     if (strcmp(cmd, "export") == 0)
         return cli_cmd_export(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0)
+        return cli_cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "models") == 0)
         return cli_cmd_models(argc - 2, argv + 2);
+    if (strcmp(cmd, "mcp") == 0)
+        return cli_cmd_mcp(argc - 2, argv + 2);
+    if (strcmp(cmd, "prompt") == 0)
+        return cli_cmd_prompt(argc - 2, argv + 2);
     if (strcmp(cmd, "llm") == 0)
         return cli_cmd_llm(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0)

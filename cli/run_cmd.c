@@ -44,6 +44,7 @@ static void catch_stop_signals(void)
 
 struct show {
     int json, tty, status_shown;
+    int mpi;                  /* an MPI run: eval lines name their rank */
 };
 
 static void clear_status(struct show *s)
@@ -83,6 +84,8 @@ static void show_eval(struct show *s, json_t *e)
     if (strcmp(v, "ok") == 0)
         printf("  %.0f%% of SOL  %.2fx ref", 100 * cli_num(e, "sol_fraction"),
                cli_num(e, "speedup"));
+    if (s->mpi && json_is_integer(json_object_get(e, "rank")))
+        printf("  [rank %d]", (int)cli_num(e, "rank"));
     if (json_is_true(json_object_get(e, "best")))
         printf("  [new best]");
     if (strcmp(v, "ok") != 0)
@@ -96,6 +99,27 @@ static void show_eval(struct show *s, json_t *e)
         printf("    ... %d more line%s: kevo show %d\n", (int)cli_num(e, "log_more"),
                cli_num(e, "log_more") == 1 ? "" : "s", (int)cli_num(e, "id"));
     fflush(stdout);
+}
+
+/* An MPI run's ranks: the controller's own workers, then each other rank's. */
+static void show_ranks(struct show *s, json_t *e)
+{
+    json_t *c = json_object_get(e, "controller"), *r;
+    size_t i;
+
+    s->mpi = 1;
+    printf("MPI: rank 0 (%s): %d worker%s, the controller\n", cli_str(c, "host", "?"),
+           (int)cli_num(c, "workers"), cli_num(c, "workers") == 1 ? "" : "s");
+    json_array_foreach(json_object_get(e, "ranks"), i, r) {
+        json_t *slots = json_object_get(r, "slots");
+        printf("MPI: rank %d (%s): ", (int)cli_num(r, "rank"), cli_str(r, "host", "?"));
+        if (strcmp(cli_str(r, "state", ""), "ready") == 0)
+            printf("%d worker%s (%s)\n", (int)json_array_size(slots),
+                   json_array_size(slots) == 1 ? "" : "s",
+                   cli_str(json_array_get(slots, 0), "name", "?"));
+        else
+            printf("%s: %s\n", cli_str(r, "state", "?"), cli_str(r, "why", "?"));
+    }
 }
 
 static void on_event(void *user, const char *text)
@@ -123,7 +147,14 @@ static void on_event(void *user, const char *text)
                cli_str(e, "task", "?"), cli_str(e, "backend", "?"), (int)cli_num(e, "budget"),
                (int)cli_num(e, "workers"), cli_num(e, "workers") == 1 ? "" : "s",
                json_is_true(json_object_get(e, "resumed")) ? " (resumed)" : "");
-    else if (strcmp(kind, "llm_check") == 0 && json_is_true(json_object_get(e, "ok")))
+    else if (strcmp(kind, "ranks") == 0)
+        show_ranks(s, e);
+    else if (strcmp(kind, "rank_lost") == 0) {
+        clear_status(s);
+        printf("MPI: rank %d (%s) lost: %s; %d evaluation%s sent elsewhere\n",
+               (int)cli_num(e, "rank"), cli_str(e, "host", "?"), cli_str(e, "why", "?"),
+               (int)cli_num(e, "lost_calls"), cli_num(e, "lost_calls") == 1 ? "" : "s");
+    } else if (strcmp(kind, "llm_check") == 0 && json_is_true(json_object_get(e, "ok")))
         printf("model %s: ok (%.1f s)\n", cli_str(e, "model", "?"), cli_num(e, "latency_s"));
     else if (strcmp(kind, "llm_check") == 0)
         printf("model %s: FAIL %s; not used in this session\n", cli_str(e, "model", "?"),
@@ -290,6 +321,10 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         o->offline = 1;
         return 1;
     }
+    if (strcmp(a, "--no-profile") == 0) {
+        o->profile_share = 0;
+        return 1;
+    }
     for (int k = 0; k < RI_COUNT; k++)
         if (strcmp(a, run_ints[k].name) == 0) {
             if (run_int_option((enum run_int)k, v, o))
@@ -308,6 +343,9 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
     } else if (strcmp(a, "--cost-cap") == 0) {
         real = &o->cost_cap;
         hi = CLI_MAX_AMOUNT;
+    } else if (strcmp(a, "--profile-share") == 0) {
+        real = &o->profile_share;
+        hi = 1.0;   /* a share of the worker time */
     }
     if (real) {
         if (cli_parse_real(a, v, hi, real))
@@ -338,11 +376,41 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
     return 1;
 }
 
+/*
+ * --mpi: join the job. Rank 0 goes on as the controller (0, with o->mpi set); every other
+ * rank serves it with this host's workers until it is stopped (1, *rc its exit status).
+ * -1: no MPI (*rc set, after the message).
+ */
+static int mpi_join(struct kevo_run_opts *o, struct kevo_mpi **out, int *rc)
+{
+    char *msg = NULL;
+    enum kevo_status st = kevo_mpi_open(out, &msg);
+
+    if (st) {
+        fprintf(stderr, "kevo: --mpi: %s\n", msg ? msg : kevo_status_name(st));
+        kevo_free(msg);
+        *rc = st == KEVO_ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_FAILED;
+        return -1;
+    }
+    if (kevo_mpi_rank(*out) == 0) {
+        o->mpi = *out;
+        return 0;
+    }
+    st = kevo_mpi_serve(*out, &msg);
+    if (st)
+        fprintf(stderr, "kevo: rank %d: %s\n", kevo_mpi_rank(*out),
+                msg ? msg : kevo_status_name(st));
+    kevo_free(msg);
+    *rc = st ? EXIT_FAILED : 0;
+    return 1;
+}
+
 int cli_cmd_run(int argc, char **argv)
 {
     struct kevo_run_opts o;
-    struct show sh = { 0, isatty(2), 0 };
-    int gpus[CLI_MAX_GPUS], rc = 0;
+    struct show sh = { 0, isatty(2), 0, 0 };
+    struct kevo_mpi *mpi = NULL;
+    int gpus[CLI_MAX_GPUS], rc = 0, use_mpi = 0;
     const char **seeds = calloc((size_t)argc + 1, sizeof *seeds), *task = NULL;
     const char **models = calloc((size_t)argc + 65, sizeof *models), *config = NULL;
     char *json = NULL, *msg = NULL;
@@ -371,6 +439,10 @@ int cli_cmd_run(int argc, char **argv)
             config = argv[++i];
             continue;
         }
+        if (strcmp(argv[i], "--mpi") == 0) {
+            use_mpi = 1;
+            continue;
+        }
         if (argv[i][0] == '-' || task) {
             fprintf(stderr, "kevo: unexpected '%s'\n", argv[i]);
             rc = cli_usage(NULL);
@@ -386,8 +458,16 @@ int cli_cmd_run(int argc, char **argv)
         rc = cli_usage("--replay takes the run's own task and options: no task file, no --resume");
         goto out;
     }
+    if (o.replay && use_mpi) {
+        rc = cli_usage("--replay evaluates nothing: no --mpi");
+        goto out;
+    }
     if (cli_load_config(config, &o, models, &cfg) < 0) {
         rc = EXIT_USAGE;
+        goto out;
+    }
+    if (use_mpi && mpi_join(&o, &mpi, &rc) != 0) {
+        json_decref(cfg);
         goto out;
     }
     catch_stop_signals();
@@ -406,6 +486,8 @@ int cli_cmd_run(int argc, char **argv)
         print_summary(json, id);
     }
 out:
+    fflush(stdout);
+    kevo_mpi_close(mpi);   /* rank 0: stops the other ranks */
     kevo_free(json);
     kevo_free(msg);
     free(seeds);

@@ -249,6 +249,10 @@ static void print_show(json_t *d)
            cli_str(d, "task", "?"), v);
     printf("operator %s, parents %s, params %s, flags %s\n", cli_str(d, "op", "?"), par,
            p ? p : "{}", f ? f : "[]");
+    json_t *by = json_object_get(d, "evaluated_by");
+    if (json_is_object(by))   /* which MPI rank and device ran it (docs/cluster.md) */
+        printf("evaluated on rank %d, device %d (%s)\n", (int)cli_num(by, "rank"),
+               (int)cli_num(by, "device"), cli_str(by, "host", "?"));
     if (strcmp(v, "ok") == 0) {
         print_geomean(d, "score_s");
         print_workloads(json_object_get(d, "workloads"), "  ");

@@ -45,6 +45,7 @@ enum kevo_status {
     KEVO_ERR_SANDBOX,      /* 17 the sandbox could not be set up */
     KEVO_ERR_TOOBIG,       /* 18 a size or buffer cap was exceeded */
     KEVO_ERR_DIVERGED,     /* 19 a replay did not reproduce its run */
+    KEVO_ERR_LOST,         /* 20 a worker's host (an MPI rank) was lost: not evaluated */
     KEVO_STATUS_COUNT      /* never use */
 };
 
@@ -154,6 +155,26 @@ KEVO_NODISCARD enum kevo_status kevo_bench_json(const char *const *paths, int n_
                                                 kevo_bench_progress_fn progress, void *user,
                                                 char **out_json, char **out_msg);
 
+/* ---- MPI: kevo run across the ranks of an MPI job (docs/cluster.md) ----
+ * Every rank runs `kevo run ... --mpi`; rank 0 is the controller, each other rank serves
+ * it with the workers of its host. */
+struct kevo_mpi;
+/*
+ * Join the MPI job this process was started in (MPI_Init_thread); call it once, before
+ * starting threads. KEVO_ERR_UNSUPPORTED with *out_msg when kevo was built without MPI.
+ */
+KEVO_NODISCARD enum kevo_status kevo_mpi_open(struct kevo_mpi **out, char **out_msg);
+/* The MPI library kevo was built with (one line), or NULL when built without MPI. */
+const char *kevo_mpi_library(void);
+int kevo_mpi_rank(const struct kevo_mpi *m);   /* 0 for NULL */
+int kevo_mpi_size(const struct kevo_mpi *m);   /* 1 for NULL */
+/* A rank other than 0: serve rank 0's run with this host's workers until it stops them
+ * (KEVO_OK), or until it is gone (a non-OK status with *out_msg). */
+KEVO_NODISCARD enum kevo_status kevo_mpi_serve(struct kevo_mpi *m, char **out_msg);
+/* Leave the job (every rank calls it; rank 0 first stops the ranks it did not stop yet).
+ * NULL: no-op. */
+void kevo_mpi_close(struct kevo_mpi *m);
+
 /* `kevo run`: an evolutionary search over a persistent archive (docs/search.md). */
 struct kevo_run_opts {
     struct kevo_eval_opts eval;   /* backend, trials, time cap, deadline for each evaluation */
@@ -179,12 +200,20 @@ struct kevo_run_opts {
                                      (kevo_data_dir) */
     const char *playbook_dir;     /* NULL: the data directory's docs/playbook/ */
     int offline;                  /* 1: LLM replies only from the archive's response cache */
+    double profile_share;         /* CUDA: each new best gets its hardware counters (in the
+                                     worker, through CUPTI) while profiling has cost at most
+                                     this share of the run's worker time, so the elites
+                                     carry them into improve/fix prompts; default 0.1, 0:
+                                     none (docs/search.md) */
     const char *prices;           /* price table; NULL: $KEVO_PRICES, else the data
                                      directory's prices.json */
     int64_t replay;               /* run it again from its archive record: same decisions,
                                      recorded results and replies (no GPU, no network); the
                                      options above are the original's (prompts_dir and
                                      playbook_dir may be given) */
+    struct kevo_mpi *mpi;         /* NULL: this host's workers; else rank 0 of an MPI job
+                                     (kevo_mpi_open): the other ranks' workers too, each
+                                     rank with the devices above (docs/cluster.md) */
 };
 void kevo_run_opts_default(struct kevo_run_opts *o);
 /* Each event of a run as one JSON object text (borrowed for the call). */
@@ -222,14 +251,31 @@ KEVO_NODISCARD enum kevo_status kevo_runs_cands_json(const char *archive, int64_
 /*
  * `kevo show CAND`: candidate id of the archive as JSON (kevo_free it): the fields of a
  * kevo_runs_cands_json entry (its message always), and "run", "task", "island", "cell",
- * "generation", "params", "flags", "evidence", "compile_log", "resources" and "profile"
- * (of its eval result, docs/eval-json.md; null while pending or without one), "holdout"
+ * "generation", "params", "flags", "evidence", "compile_log", "resources", "profile" and
+ * "evaluated_by" (of its eval result, docs/eval-json.md; null while pending or without
+ * one), "holdout"
  * ({"verdict", "message"} of the held-out gate, or null) and "source" (its text, params as
  * the run chose them).
  * KEVO_ERR_NOTFOUND for an unknown candidate, *out_msg naming it.
  */
 KEVO_NODISCARD enum kevo_status kevo_show_json(const char *archive, int64_t id, char **out_json,
                                                char **out_msg);
+/*
+ * `kevo report RUN`: run id of the archive (NULL: the default one) as one self-contained
+ * HTML page (docs/report.md): progress, roofline, lineage of the best, operators and
+ * models, verdicts, and the best kernel with its diff and held-out result; baselines (NULL,
+ * or a file of bench/torch_baseline.py) adds PyTorch's times beside the best's. Inline CSS
+ * and SVG only: no script, nothing loaded from anywhere. *out_html: kevo_free it.
+ * KEVO_ERR_NOTFOUND for an unknown run or archive, *out_msg naming it.
+ */
+KEVO_NODISCARD enum kevo_status kevo_report_html(const char *archive, int64_t run,
+                                                 const char *baselines, char **out_html,
+                                                 char **out_msg);
+/* `kevo report --bench FILE`: the document of `kevo bench --json` in file path as an HTML
+ * page of the same kind: the suite's table, fast_p curves and SOL per task. A file that is
+ * not one is KEVO_ERR_PARSE or KEVO_ERR_INVALID with *out_msg naming it. */
+KEVO_NODISCARD enum kevo_status kevo_report_bench_html(const char *path, char **out_html,
+                                                       char **out_msg);
 /*
  * `kevo models check`: one tiny request per LLM model spec (docs/llm.md "Checking
  * models"). *out_json (kevo_free it): {"ok": every model passed, "prices": the price
@@ -311,6 +357,58 @@ KEVO_NODISCARD enum kevo_status kevo_exchange_import(const char *archive, const 
                                                      const char *text, size_t len,
                                                      struct kevo_exchange_stats *stats,
                                                      char **out_msg);
+
+/* ---- agent mode: `kevo prompt` and `kevo mcp` (docs/agents.md) ---- */
+
+struct kevo_prompt_opts {
+    const char *op;               /* "generate", "improve", "fix" or "plan"; NULL: improve
+                                     with a candidate, generate without */
+    const char *eval_json;        /* (optional) a file: the candidate's `kevo eval --json`
+                                     document (its entry with the candidate's path, else
+                                     its first) or one eval result (docs/eval-json.md) */
+    const char *calibration;      /* (optional) a file of `kevo calibrate --json`; NULL: the
+                                     eval document's, else the device's (measured once and
+                                     cached; unknown when it cannot be, e.g. no GPU) */
+    int device;                   /* the device measured for it */
+};
+void kevo_prompt_opts_default(struct kevo_prompt_opts *o);
+/*
+ * The prompt kevo would send a model for task (and candidate; NULL for generate): the
+ * templates and evidence of kevo run's LLM operators (docs/llm.md "Prompts"), held-out
+ * sizes left out. *out_json (kevo_free it): {"op", "template", "system", "user", "task",
+ * "candidate", "evaluated" (an eval result was given), "device" (where its figures came
+ * from, or why they are unknown)}. A bad op, a file that does not parse, a template that
+ * cannot be read: a non-OK status with *out_msg.
+ */
+KEVO_NODISCARD enum kevo_status kevo_prompt_json(const char *task_path, const char *cand_path,
+                                                 const struct kevo_prompt_opts *o,
+                                                 char **out_json, char **out_msg);
+
+struct kevo_mcp_opts {
+    const char *archive;          /* NULL: the default archive (kevo_runs_json says where) */
+    const char *const *allow;     /* directories paths may name besides the working
+                                     directory's tree (n_allow of them) */
+    int n_allow;
+    int device;                   /* the device evaluations run on */
+    const char *exe;              /* the kevo binary run_start starts; NULL: this one */
+    const char *const *models;    /* LLM model specs the runs run_start starts may use (the
+                                     user's, never a tool call's); n_models of them */
+    int n_models;
+};
+void kevo_mcp_opts_default(struct kevo_mcp_opts *o);
+/*
+ * `kevo mcp`: serve the Model Context Protocol (JSON-RPC 2.0, one message per line) on
+ * fd_in and fd_out until fd_in ends or *stop is set (polled at least twice a second):
+ * kevo's tools (check, eval, prompt, run_start, run_status, run_stop, runs, show,
+ * export) and resources for a coding agent (docs/agents.md). Every candidate evaluated is
+ * recorded in the archive (ctl/trail.h); runs started in the background are stopped
+ * (SIGTERM) at the end. Nothing but protocol messages is written to fd_out; logs go
+ * through kevo_log_set. A non-OK status means the server could not start (a working
+ * directory or allowed directory that cannot be resolved), with *out_msg set.
+ */
+KEVO_NODISCARD enum kevo_status kevo_mcp_serve(int fd_in, int fd_out,
+                                               const struct kevo_mcp_opts *o,
+                                               volatile int *stop, char **out_msg);
 
 /* Measure (or load from cache when !force) this device's bandwidth and peaks; JSON out. */
 KEVO_NODISCARD enum kevo_status kevo_calibrate_json(enum kevo_backend_kind backend, int device,

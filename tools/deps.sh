@@ -35,6 +35,17 @@ if [ ${#missing[@]} -gt 0 ]; then
         exit 1
     fi
 fi
+# optional: Open MPI for `kevo run --mpi` (docs/cluster.md); the build works without it
+if [ "$mode" = install ] && ! command -v mpicc >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "kevo: installing libopenmpi-dev openmpi-bin (optional: kevo run --mpi)"
+        export DEBIAN_FRONTEND=noninteractive
+        { apt-get update -qq && apt-get install -y -qq libopenmpi-dev openmpi-bin >/dev/null; } ||
+            echo "kevo: Open MPI not installed; kevo builds without --mpi" >&2
+    else
+        echo "kevo: optional, for kevo run --mpi: sudo apt-get install -y libopenmpi-dev openmpi-bin" >&2
+    fi
+fi
 if [ $cuda_ok = 0 ]; then
     echo "kevo: the CUDA toolkit (NVRTC) was not found at $CUDA." >&2
     echo "  Install CUDA 12.4+ from https://developer.nvidia.com/cuda-downloads" >&2

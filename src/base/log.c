@@ -42,7 +42,7 @@ static const char *const status_names[] = {
     "ok", "out of memory", "I/O error", "parse error", "invalid argument", "integer overflow",
     "timeout", "compile error", "launch error", "device fault", "CUDA driver error",
     "NVRTC error", "no device", "unsupported", "worker failure", "system error", "not found",
-    "sandbox setup failed", "too big", "replay diverged",
+    "sandbox setup failed", "too big", "replay diverged", "worker host lost",
 };
 _Static_assert(sizeof status_names / sizeof status_names[0] == KEVO_STATUS_COUNT,
                "status_names out of sync with enum kevo_status");

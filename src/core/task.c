@@ -842,25 +842,30 @@ static enum kevo_status d_doc(struct parser *p)
     return KEVO_OK;
 }
 
-/* tags WORD... and flags FLAG... */
-static enum kevo_status d_words(struct parser *p, int flags)
+/* Which list d_words fills. */
+enum word_list { W_TAGS, W_FLAGS, W_NOTES };
+
+/* tags WORD..., flags FLAG... and notes NAME... (playbook notes the prompts must carry) */
+static enum kevo_status d_words(struct parser *p, enum word_list which)
 {
+    static const char *const what[] = { "tags", "flags", "notes" };
+    static const char *const form[] = { "tags WORD...", "flags FLAG...", "notes NAME..." };
     struct kevo_task *t = p->t;
-    char ***list = flags ? &t->flags : &t->tags;
-    int *n = flags ? &t->n_flags : &t->n_tags;
+    int flags = which == W_FLAGS;
+    char ***list = flags ? &t->flags : which == W_NOTES ? &t->notes : &t->tags;
+    int *n = flags ? &t->n_flags : which == W_NOTES ? &t->n_notes : &t->n_tags;
     char b[200];
 
     if (!p->nt)
-        return perr(p, KEVO_ERR_PARSE, p->line, (int)p->ll + 1, "expected '%s'",
-                    flags ? "flags FLAG..." : "tags WORD...");
+        return perr(p, KEVO_ERR_PARSE, p->line, (int)p->ll + 1, "expected '%s'", form[which]);
     for (int i = 0; i < p->nt; i++) {
         struct tok w = p->tk[i];
         if (*n >= TASK_MAX_WORDS)
             return perr(p, KEVO_ERR_TOOBIG, p->line, w.col, "too many %s (at most %d)",
-                        flags ? "flags" : "tags", TASK_MAX_WORDS);
+                        what[which], TASK_MAX_WORDS);
         if (!flags && !word_ok(w, 1))
-            return perr(p, KEVO_ERR_PARSE, p->line, w.col,
-                        "expected a tag of [a-z0-9_-]+, got '%s'", q(b, w.s, w.len));
+            return perr(p, KEVO_ERR_PARSE, p->line, w.col, "expected a %s of [a-z0-9_-]+, got "
+                        "'%s'", which == W_NOTES ? "note name" : "tag", q(b, w.s, w.len));
         GROW(p, *list, *n);
         (*n)++;
         if (dup_tok(p, w, &(*list)[*n - 1]))
@@ -967,7 +972,8 @@ static enum kevo_status d_param(struct parser *p)
 
 enum kw_id {
     K_TASK, K_DOC, K_TAGS, K_SIZE, K_HOLDOUT, K_INPUT, K_OUTPUT, K_SCALAR, K_SCRATCH,
-    K_TOL, K_BYTES, K_FLOPS, K_TORCH, K_LAUNCH, K_CALL, K_PARAM, K_FLAGS, K_ATOMICS, K_COUNT
+    K_TOL, K_BYTES, K_FLOPS, K_TORCH, K_LAUNCH, K_CALL, K_PARAM, K_FLAGS, K_ATOMICS, K_NOTES,
+    K_COUNT
 };
 static const struct {
     const char *name;
@@ -982,6 +988,7 @@ static const struct {
     [K_TORCH] = { "torch", 1, 0 },   [K_LAUNCH] = { "launch", 1, 1 },
     [K_CALL] = { "call", 1, 1 },     [K_PARAM] = { "param", 0, 1 },
     [K_FLAGS] = { "flags", 0, 1 },   [K_ATOMICS] = { "atomics", 1, 0 },
+    [K_NOTES] = { "notes", 1, 0 },
 };
 
 static enum kevo_status run_directive(struct parser *p, enum kw_id k)
@@ -989,7 +996,7 @@ static enum kevo_status run_directive(struct parser *p, enum kw_id k)
     switch (k) {
     case K_TASK:    return d_task(p);
     case K_DOC:     return d_doc(p);
-    case K_TAGS:    return d_words(p, 0);
+    case K_TAGS:    return d_words(p, W_TAGS);
     case K_SIZE:    return d_size(p, 0);
     case K_HOLDOUT: return d_size(p, 1);
     case K_INPUT:   return d_tensor(p, KEVO_ROLE_INPUT);
@@ -1003,7 +1010,8 @@ static enum kevo_status run_directive(struct parser *p, enum kw_id k)
     case K_LAUNCH:  return d_launch(p);
     case K_CALL:    return d_call(p);
     case K_PARAM:   return d_param(p);
-    case K_FLAGS:   return d_words(p, 1);
+    case K_FLAGS:   return d_words(p, W_FLAGS);
+    case K_NOTES:   return d_words(p, W_NOTES);
     case K_ATOMICS: return d_atomics(p);
     default:        return perr(p, KEVO_ERR_PARSE, p->line, 1, "internal: bad keyword");
     }
@@ -1036,7 +1044,7 @@ static enum kevo_status directive(struct parser *p, size_t kw)
     if (k == K_COUNT)
         return perr(p, KEVO_ERR_PARSE, p->line, p->kw.col, "unknown keyword '%s' (expected "
                     "one of task doc tags size holdout input output scalar scratch tol bytes "
-                    "flops torch atomics launch call param flags)", q(b, p->kw.s, p->kw.len));
+                    "flops torch atomics notes launch call param flags)", q(b, p->kw.s, p->kw.len));
     if (p->task && !keywords[k].in_cand)
         return perr(p, KEVO_ERR_INVALID, p->line, p->kw.col, "a candidate may not declare "
                     "'%s' (a candidate has launch/call, scratch, param, flags and doc)",
@@ -1284,6 +1292,9 @@ void kevo_task_free(struct kevo_task *t)
     for (int i = 0; i < t->n_tags; i++)
         kevo_free(t->tags[i]);
     kevo_free(t->tags);
+    for (int i = 0; i < t->n_notes; i++)
+        kevo_free(t->notes[i]);
+    kevo_free(t->notes);
     for (int i = 0; i < t->n_workloads; i++) {
         for (int j = 0; j < t->workloads[i].n; j++) {
             kevo_free(t->workloads[i].names[j]);

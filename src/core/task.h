@@ -116,6 +116,7 @@ struct kevo_task {
     char *name;                   /* task NAME; NULL for candidates */
     char *doc;                    /* doc lines joined with '\n'; may be NULL */
     int n_tags;  char **tags;
+    int n_notes; char **notes;    /* playbook notes the task asks prompts to carry (names) */
     int n_workloads; struct kevo_workload *workloads;   /* in file order, holdouts included */
     int n_tensors; struct kevo_tensor_decl *tensors;    /* inputs, outputs, scratch, in order */
     int n_scalars; struct kevo_scalar_decl *scalars;

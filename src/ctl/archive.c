@@ -502,6 +502,26 @@ enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
     return st;
 }
 
+enum kevo_status kevo_archive_run_report(struct kevo_archive *a, int64_t id,
+                                         const char *result_json)
+{
+    struct ar_bind b;
+    enum kevo_status st;
+
+    KEVO_ASSERT(a);
+    st = ar_prep(a, S_RUN_REPORT, &b);
+    if (st != KEVO_OK)
+        return st;
+    ar_b_int(&b, 1, id);
+    ar_b_text(&b, 2, result_json);
+    ar_b_real(&b, 3, ar_now_s());
+    st = ar_write_stmt(a, &b, "writing a run's report");
+    if (st == KEVO_OK && sqlite3_changes(a->db) == 0)
+        st = ar_fail(a, KEVO_ERR_NOTFOUND, "writing the report of run %lld: no such run",
+                     (long long)id);
+    return st;
+}
+
 /* One row of S_RUNS as a JSON object appended to arr. */
 static int runs_row(sqlite3_stmt *s, json_t *arr)
 {

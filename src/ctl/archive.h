@@ -95,6 +95,11 @@ KEVO_NODISCARD enum kevo_status kevo_archive_run_get(struct kevo_archive *a, int
 KEVO_NODISCARD enum kevo_status kevo_archive_run_finish(struct kevo_archive *a, int64_t id,
                                                         enum kevo_run_status st,
                                                         const char *result_json);
+/* The run's report (result_json) replaced, its status, sessions and owner kept, and
+ * `updated` set: for a run that reports as it goes (an agent's session, ctl/trail.h).
+ * KEVO_ERR_NOTFOUND for an unknown run. */
+KEVO_NODISCARD enum kevo_status kevo_archive_run_report(struct kevo_archive *a, int64_t id,
+                                                        const char *result_json);
 /* Every run, newest first, as a JSON array text of {id, task, path, status, started,
  * updated, n_candidates, n_ok, best_score, owner: {pid, host, start} or null when not
  * recorded} (kevo_free it). The status is the stored one. */
@@ -255,6 +260,7 @@ struct kevo_llm_row {
     int64_t id, cand_id, step, submitted, tokens_in, tokens_out;
     int64_t tokens_cached_in, tokens_reasoning;   /* of tokens_in, of tokens_out */
     double cost, latency_s;
+    double created;                      /* Unix seconds: when it was recorded */
     char *model, *op, *reply, *status;   /* reply NULL when there was none */
     char prompt_hash[KEVO_HASH_HEX];
 };

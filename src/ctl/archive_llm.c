@@ -126,6 +126,7 @@ static enum kevo_status llm_row_fill(struct kevo_archive *a, sqlite3_stmt *s,
     r->submitted = sqlite3_column_int64(s, 12);
     r->tokens_cached_in = sqlite3_column_int64(s, 13);
     r->tokens_reasoning = sqlite3_column_int64(s, 14);
+    r->created = sqlite3_column_double(s, 15);
     if (ar_col_dup(s, 7, &r->model) || ar_col_dup(s, 8, &r->op) || ar_col_dup(s, 10, &r->reply) ||
         ar_col_dup(s, 11, &r->status))
         return ar_fail(a, KEVO_ERR_NOMEM, "reading LLM call %lld: out of memory", (long long)r->id);

@@ -206,6 +206,8 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
                      " owner_host = CASE ?2 WHEN 'running' THEN ?6 ELSE owner_host END,"
                      " owner_start = CASE ?2 WHEN 'running' THEN ?7 ELSE owner_start END"
                      " WHERE id = ?1",
+    /* the report of a run that reports as it goes (an agent's, ctl/trail.c): no session */
+    [S_RUN_REPORT] = "UPDATE runs SET result_json = ?2, updated = ?3 WHERE id = ?1",
     [S_RUNS]     = "SELECT r.id, r.task_name, r.task_path, r.status, r.started, r.updated,"
                    " r.n_cands, r.n_ok, (SELECT min(c.score) FROM candidates c"
                    "  WHERE c.run_id = r.id AND c.verdict = 'ok'),"
@@ -256,7 +258,7 @@ const char *const kevo_archive_stmt_sql[S_COUNT] = {
     [S_LLM_COST] = "SELECT total(cost) FROM llm_calls WHERE run_id = ?1",
     [S_LLM_ROWS] = "SELECT id, coalesce(cand_id, 0), coalesce(step, 0), tokens_in, tokens_out,"
                    " cost, latency_s, model, op, prompt_hash, reply, status, coalesce(submitted, 0),"
-                   " tokens_cached_in, tokens_reasoning FROM llm_calls"
+                   " tokens_cached_in, tokens_reasoning, created FROM llm_calls"
                    " WHERE run_id = ?1 ORDER BY id",
     [S_STEPS]    = "SELECT step, 0, id FROM candidates WHERE run_id = ?1 AND step IS NOT NULL"
                    " UNION ALL SELECT step, 1, id FROM llm_calls WHERE run_id = ?1"

@@ -82,6 +82,8 @@ static json_t *eval_request(const struct kevo_eval_call *c)
     json_object_set_new(req, "time_reference", json_integer(c->time_reference));
     if (c->profile)
         json_object_set_new(req, "profile", json_integer(1));
+    if (c->profile && c->profile_below_s > 0)
+        json_object_set_new(req, "profile_below_s", json_real(c->profile_below_s));
     if (c->sol)
         json_object_set(req, "sol", c->sol);
     if (c->dump_dir && !c->cand_text)   /* only the reference's own evaluation dumps */

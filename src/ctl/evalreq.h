@@ -22,6 +22,8 @@ struct kevo_eval_call {
     int timed;                            /* time it (never with holdout) */
     int time_reference;                   /* time the reference interleaved with it */
     int profile;                          /* an ok candidate's counters, in the worker */
+    double profile_below_s;               /* ... only when the geometric mean of its timed
+                                             medians is below this (0: always) */
     double time_cap_s;
     json_t *sol;                          /* borrowed: the speed-of-light figures */
     const char *dump_dir;                 /* NULL, or an absolute directory */

@@ -13,6 +13,10 @@
  * with verdict `timeout` or `crash`. A worker that answers and announces it is exiting
  * (device fault) is reaped at once and restarted at the next call.
  *
+ * A remote slot has no process here: its worker runs in another MPI rank's pool, which
+ * keeps its deadline and restarts it; the pool only forwards the call through its link
+ * (ctl/relay.h) and forgets the slot once the link says its rank is lost.
+ *
  * Threads: calls on different slots may run concurrently; calls on one slot must not.
  * A worker dies with the thread that started it (PR_SET_PDEATHSIG follows the creating
  * thread), so open the pool and make calls from threads that live as long as the pool.
@@ -51,13 +55,21 @@ struct pool_worker {
     int fd_req;               /* write end of the request pipe; -1 when closed */
     int fd_rep;               /* read end of the reply pipe; -1 when closed */
     int started;              /* 1 once it ran: a later spawn is a restart */
+    int remote;               /* 1: served by another rank through the link */
+    int rank, rslot;          /* remote: where */
+    char *host;               /* remote: that rank's host name */
+    atomic_int lost;          /* remote: its rank is gone */
 };
 
 struct kevo_pool {
     char *exe;
     char *backend;
     double start_timeout_s;
-    int n;
+    int n;                    /* slots: n_local local ones, then the remote ones */
+    int n_local;
+    int rank;                 /* this process's MPI rank */
+    char host[256];           /* this host's name */
+    const struct kevo_pool_link *link;
     struct pool_worker *w;
     atomic_int restarts;
     atomic_llong next_id;
@@ -323,10 +335,31 @@ static enum kevo_status spawn_worker(struct kevo_pool *p, struct pool_worker *w,
 
 /* ---- open / free ---- */
 
+/* The remote slots of o after the local ones; -1 when out of memory. */
+static int pool_set_remote(struct kevo_pool *p, const struct kevo_pool_opts *o)
+{
+    for (int i = 0; i < o->n_remote; i++) {
+        struct pool_worker *w = &p->w[p->n_local + i];
+        w->remote = 1;
+        w->rank = o->remote[i].rank;
+        w->rslot = o->remote[i].rslot;
+        w->device = o->remote[i].device;
+        w->host = kevo_strdup(o->remote[i].host ? o->remote[i].host : "?");
+        if (!w->host)
+            return -1;
+    }
+    return 0;
+}
+
 static enum kevo_status pool_check_opts(const struct kevo_pool_opts *o, struct kevo_buf *msg)
 {
-    if (!o || o->n_devices < 1 || !o->devices) {
+    if (!o || o->n_devices < 0 || o->n_remote < 0 || o->n_devices + o->n_remote < 1 ||
+        (o->n_devices && !o->devices)) {
         kevo_buf_say(msg, "pool: at least one device is required");
+        return KEVO_ERR_INVALID;
+    }
+    if (o->n_remote && (!o->remote || !o->link || !o->link->call)) {
+        kevo_buf_say(msg, "pool: remote slots need their list and a link");
         return KEVO_ERR_INVALID;
     }
     if (!o->backend || !*o->backend) {
@@ -359,15 +392,21 @@ enum kevo_status kevo_pool_open(const struct kevo_pool_opts *o, struct kevo_pool
     p = kevo_calloc(1, sizeof *p);
     if (!p)
         goto out;
-    p->n = o->n_devices;
+    p->n_local = o->n_devices;
+    p->n = o->n_devices + o->n_remote;
+    p->rank = o->rank;
+    p->link = o->link;
+    if (gethostname(p->host, sizeof p->host - 1) != 0)
+        snprintf(p->host, sizeof p->host, "?");
     p->start_timeout_s = o->start_timeout_s > 0 ? o->start_timeout_s : POOL_START_TIMEOUT_S;
     p->backend = kevo_strdup(o->backend);
     p->w = kevo_calloc((size_t)p->n, sizeof *p->w);
     for (int i = 0; p->w && i < p->n; i++) {   /* first: kevo_pool_free closes these fds */
-        p->w[i].device = o->devices[i];
         p->w[i].fd_req = p->w[i].fd_rep = -1;
+        if (i < p->n_local)
+            p->w[i].device = o->devices[i];
     }
-    if (!p->backend || !p->w)
+    if (!p->backend || !p->w || pool_set_remote(p, o))
         goto out;
     if (o->exe) {
         p->exe = kevo_strdup(o->exe);
@@ -380,7 +419,7 @@ enum kevo_status kevo_pool_open(const struct kevo_pool_opts *o, struct kevo_pool
     }
     if (st)
         goto out;
-    for (int i = 0; i < p->n; i++) {
+    for (int i = 0; i < p->n_local; i++) {
         st = spawn_worker(p, &p->w[i], &msg);
         if (st)
             goto out;
@@ -399,8 +438,10 @@ void kevo_pool_free(struct kevo_pool *p)
 {
     if (!p)
         return;
-    for (int i = 0; p->w && i < p->n; i++)
-        worker_stop(&p->w[i], 0, NULL);
+    for (int i = 0; p->w && i < p->n; i++) {
+        worker_stop(&p->w[i], 0, NULL);   /* a remote slot has nothing to stop */
+        kevo_free(p->w[i].host);
+    }
     kevo_free(p->w);
     kevo_free(p->exe);
     kevo_free(p->backend);
@@ -415,6 +456,17 @@ int kevo_pool_size(const struct kevo_pool *p)
 int kevo_pool_restarts(const struct kevo_pool *p)
 {
     return p ? atomic_load(&p->restarts) : 0;
+}
+
+enum kevo_status kevo_pool_where(const struct kevo_pool *p, int slot, int *out_rank,
+                                 int *out_device, const char **out_host)
+{
+    if (!p || slot < 0 || slot >= p->n)
+        return KEVO_ERR_INVALID;
+    *out_rank = p->w[slot].remote ? p->w[slot].rank : p->rank;
+    *out_device = p->w[slot].device;
+    *out_host = p->w[slot].remote ? p->w[slot].host : p->host;
+    return KEVO_OK;
 }
 
 /* ---- calls ---- */
@@ -551,6 +603,33 @@ static json_t *call_finish(struct kevo_pool *p, struct pool_worker *w, long long
     return reply;
 }
 
+/*
+ * A call on a remote slot: the other rank's pool keeps the deadline and makes the
+ * timeout or crash reply itself, so only the id is checked here. A lost rank stays lost.
+ */
+static enum kevo_status remote_call(struct kevo_pool *p, struct pool_worker *w, long long id,
+                                    json_t *msg, double deadline_s, json_t **out_reply)
+{
+    json_t *reply = NULL;
+    enum kevo_status st;
+
+    if (atomic_load(&w->lost))
+        return KEVO_ERR_LOST;
+    st = p->link->call(p->link->ctx, w->rank, w->rslot, msg, deadline_s, &reply);
+    if (st == KEVO_ERR_LOST)
+        atomic_store(&w->lost, 1);
+    if (st)
+        return st;
+    json_t *rid = json_object_get(reply, "id");
+    if (!json_is_integer(rid) || json_integer_value(rid) != id) {
+        json_decref(reply);
+        reply = synth_reply(id, KEVO_VERDICT_CRASH, "the remote worker sent a reply to "
+                            "another request", NULL);
+    }
+    *out_reply = reply;
+    return reply ? KEVO_OK : KEVO_ERR_NOMEM;
+}
+
 enum kevo_status kevo_pool_call(struct kevo_pool *p, int slot, json_t *req, double deadline_s,
                                 json_t **out_reply)
 {
@@ -572,6 +651,10 @@ enum kevo_status kevo_pool_call(struct kevo_pool *p, int slot, json_t *req, doub
         st = KEVO_ERR_NOMEM;
         goto out;
     }
+    if (w->remote) {
+        st = remote_call(p, w, id, msg, deadline_s, out_reply);
+        goto out;
+    }
     deadline = kevo_now() + deadline_s;
     st = call_send(p, w, msg);
     if (st)
@@ -585,5 +668,33 @@ enum kevo_status kevo_pool_call(struct kevo_pool *p, int slot, json_t *req, doub
     st = *out_reply ? KEVO_OK : KEVO_ERR_NOMEM;
 out:
     json_decref(msg);
+    return st;
+}
+
+enum kevo_status kevo_pool_probe(struct kevo_pool *p, int slot, double deadline_s,
+                                 char **out_name, char **out_msg)
+{
+    json_t *req = json_pack("{s:s}", "op", "info"), *reply = NULL, *res;
+    enum kevo_status st = req ? kevo_pool_call(p, slot, req, deadline_s, &reply) : KEVO_ERR_NOMEM;
+    const char *rs, *m;
+
+    *out_name = NULL;
+    *out_msg = NULL;
+    json_decref(req);
+    if (st)
+        return st;
+    rs = json_string_value(json_object_get(reply, "status"));
+    res = json_object_get(reply, "result");
+    if (rs && strcmp(rs, "ok") == 0 && json_is_string(json_object_get(res, "name"))) {
+        *out_name = kevo_strdup(json_string_value(json_object_get(res, "name")));
+        st = *out_name ? KEVO_OK : KEVO_ERR_NOMEM;
+    } else {   /* the worker's message, or a synthesized timeout or crash's */
+        m = json_string_value(json_object_get(reply, "message"));
+        if (!m)
+            m = json_string_value(json_object_get(res, "message"));
+        *out_msg = kevo_strdupf("device %d: %s", p->w[slot].device, m ? m : "no device info");
+        st = *out_msg ? KEVO_ERR_NODEV : KEVO_ERR_NOMEM;
+    }
+    json_decref(reply);
     return st;
 }

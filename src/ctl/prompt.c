@@ -7,12 +7,11 @@
 #include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/mem.h"
+#include "ctl/playbook.h"
 #include "ctl/profile.h"
 #include "core/result.h"
 #include "core/task.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,94 +178,29 @@ static void profile_text(struct kevo_buf *b, json_t *result)
 
 /* ---- playbook ---- */
 
-struct note {
-    char *text;
-    int score;
-};
-
-/* The value of header field `key` in note text (borrowed up to the line end), or NULL. */
-static const char *field(const char *t, const char *key, size_t *n)
-{
-    size_t k = strlen(key);
-    for (const char *p = t; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-        if (!strncmp(p, "---", 3) && p != t)
-            break;
-        if (!strncmp(p, key, k) && p[k] == ':') {
-            const char *v = p + k + 1, *e = strchr(v, '\n');
-            while (*v == ' ')
-                v++;
-            *n = e ? (size_t)(e - v) : strlen(v);
-            return v;
-        }
-    }
-    return NULL;
-}
-
-static int has_word(const char *v, size_t n, const char *w)
-{
-    size_t k = strlen(w);
-    for (size_t i = 0; i + k <= n; i++)
-        if (!strncmp(v + i, w, k) && (i == 0 || v[i - 1] == ' ') && (i + k == n || v[i + k] == ' '))
-            return 1;
-    return 0;
-}
-
-/* How well a note fits: -1 when it does not apply. */
-static int note_score(const char *t, const struct kevo_prompt_ctx *c, const char *neck)
-{
-    size_t n;
-    const char *v = field(t, "lang", &n);
-    if (v && c->lang && !has_word(v, n, c->lang))
-        return -1;
-    v = field(t, "bottleneck", &n);
-    if (v && !has_word(v, n, "any") && !has_word(v, n, neck) && strcmp(neck, "any") != 0)
-        return -1;
-    int s = v && has_word(v, n, neck) ? 2 : 0;
-    v = field(t, "tags", &n);
-    if (!v)
-        return -1;
-    for (int i = 0; i < c->n_tags; i++)
-        s += 3 * has_word(v, n, c->tags[i]);
-    return s || has_word(v, n, "any") ? s + 1 : -1;
-}
-
-static int by_score(const void *a, const void *b)
-{
-    return ((const struct note *)b)->score - ((const struct note *)a)->score;
-}
-
+/*
+ * The playbook section (ctl/playbook.h): notes for the task's intrinsic bound (its bytes
+ * and flops against the device, else the parent's measured one) and the bound seen on the
+ * parent (its profile's diagnosis, or latency when its first workload ran under 10 us).
+ */
 static void playbook_text(struct kevo_buf *b, const struct kevo_prompt_ctx *c,
                           const struct kevo_result *r)
 {
-    struct note notes[256];
-    int n = 0, max = c->max_notes > 0 ? c->max_notes : 3;
-    struct dirent **ents = NULL;
-    int ne = c->playbook_dir ? scandir(c->playbook_dir, &ents, NULL, alphasort) : -1;
-    const char *neck = bottleneck(r);
-
-    for (int i = 0; i < ne; i++) {
-        size_t l = strlen(ents[i]->d_name);
-        char *t = n < 256 && l > 3 && !strcmp(ents[i]->d_name + l - 3, ".md") &&
-                          strcmp(ents[i]->d_name, "README.md")
-                      ? read_file(c->playbook_dir, ents[i]->d_name, 64 << 10) : NULL;
-        int s = t ? note_score(t, c, neck) : -1;
-        if (s >= 0)
-            notes[n++] = (struct note){ t, s };
-        else
-            kevo_free(t);
-        kevo_free(ents[i]);   /* scandir's: kevo_free is free() */
-    }
-    kevo_free(ents);
-    qsort(notes, (size_t)n, sizeof *notes, by_score);
-    for (int i = 0; i < n; i++) {
-        if (i < max) {   /* the body, past the header */
-            const char *body = strstr(notes[i].text + 3, "\n---");
-            kevo_buf_say(b, "%s\n", body ? body + 4 : notes[i].text);
-        }
-        kevo_free(notes[i].text);
-    }
-    if (!n || !max)
+    const char *bound = kevo_playbook_bound(c->task, c->calib);
+    const char *seen = kevo_playbook_profiled(json_object_get(c->result, "profile"));
+    const char *measured = bottleneck(r);
+    struct kevo_playbook_req q = {
+        .dir = c->playbook_dir, .lang = c->lang, .task = c->task, .tags = c->tags,
+        .n_tags = c->n_tags, .bound = bound ? bound : measured,
+        .observed = seen ? seen : !strcmp(measured, "latency") ? measured : NULL,
+        .measured = measured,
+        .parent = c->parent, .parent2 = c->parent2, .max_notes = c->max_notes,
+        .max_chars = c->max_chars,
+    };
+    if (!c->playbook_dir)
         kevo_buf_say(b, "(none)");
+    else
+        kevo_playbook_text(&q, b);
 }
 
 /* ---- templates ---- */

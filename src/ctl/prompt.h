@@ -3,9 +3,9 @@
  * template files (prompts/NAME.md) and the evidence kevo has: the task file with its holdout
  * lines removed, the device's calibrated facts, the parent's source, its verdict with the
  * evidence, its metrics per workload with resources and whether each workload is memory-
- * or compute-bound, what siblings tried, and playbook notes (docs/playbook/) chosen by
- * the task's tags and the parent's bottleneck. Held-out workloads and seeds never reach a
- * prompt.
+ * or compute-bound, what siblings tried, and playbook notes (docs/playbook/) with one
+ * exemplar candidate file, chosen by the task's tags, its bound and the parent's
+ * (ctl/playbook.h). Held-out workloads and seeds never reach a prompt.
  *
  * Templates use {{name}} placeholders: task device parent parent2 verdict metrics metrics2
  * siblings playbook plan profile (the parent's hardware counters, ctl/profile.h: nothing
@@ -15,6 +15,7 @@
 #define KEVO_PROMPT_H
 
 #include "kevo.h"
+#include "core/task.h"
 #include <jansson.h>
 #include <stddef.h>
 
@@ -30,7 +31,12 @@ struct kevo_prompt_ctx {
     json_t *result, *result2;        /* their eval results (docs/eval-json.md), may be NULL */
     const char *siblings;            /* a summary of what was tried, may be NULL */
     const char *plan;                /* the strategy of plan-then-code, may be NULL */
-    int max_notes;                   /* playbook notes at most (0: 3) */
+    int max_notes;                   /* playbook notes chosen by score, besides those the
+                                        task asks for (0: KEVO_PLAYBOOK_NOTES, 3) */
+    size_t max_chars;                /* the playbook section's budget in characters, notes
+                                        and exemplar code together (0: KEVO_PLAYBOOK_CHARS) */
+    const struct kevo_task *task;    /* the parsed task: its bound, name and `notes`;
+                                        may be NULL (notes by tags and the parent alone) */
 };
 
 /*

@@ -20,6 +20,7 @@
 #include "ctl/genome.h"
 #include "ctl/ops.h"
 #include "ctl/run_llm.h"
+#include "ctl/profile.h"
 #include "ctl/run_state.h"
 #include "ctl/search.h"
 #include "ctl/show.h"
@@ -117,13 +118,17 @@ static enum kevo_status decode(struct job *j, struct kevo_result *out)
     char *msg = kevo_strdupf("the worker's result cannot be read: %s",
                              why ? why : "no result");
     json_t *rq = json_incref(json_object_get(j->result, "request_s"));   /* its time counts */
+    json_t *by = json_incref(json_object_get(j->result, "evaluated_by"));   /* and its place */
     kevo_free(why);
     json_decref(j->result);
     j->result = kevo_result_doc_new(KEVO_VERDICT_CRASH, msg, NULL);
     kevo_free(msg);
     if (j->result && rq)
         json_object_set(j->result, "request_s", rq);
+    if (j->result && by)
+        json_object_set(j->result, "evaluated_by", by);
     json_decref(rq);
+    json_decref(by);
     if (!j->result)
         return KEVO_ERR_NOMEM;
     st = kevo_result_decode(j->result, out, &why);
@@ -326,6 +331,48 @@ static const char *op_name(const struct runctx *r, int op)
     return op < r->loop.n_ops ? r->loop.ops[op]->name : "?";
 }
 
+/* A candidate's counters (the worker's raw ones, worker/eval_profile.c) as the profile
+ * object prompts show ({{profile}}) before the result is stored; a failed collection stays
+ * as the worker said it. Their cost counts against the run's profiling share. */
+static void attach_profile(struct runctx *r, json_t *result)
+{
+    json_t *raw = json_object_get(result, "profile"), *prof = NULL;
+    char *msg = NULL;
+
+    if (!json_is_object(raw))
+        return;
+    r->loop.profile_s += fin(json_number_value(json_object_get(raw, "cost_s")));
+    if (json_object_get(raw, "error"))
+        return;
+    if (kevo_profile_from_worker(raw, &prof, &msg) == KEVO_OK)
+        json_object_set_new(result, "profile", prof);
+    else
+        json_object_set_new(result, "profile", json_pack("{s:s, s:s}", "tool", "cupti", "error",
+                                                         msg ? msg : "malformed"));
+    kevo_free(msg);
+}
+
+/* Whether the next evaluations ask for counters: CUDA, and profiling within its share of
+ * the worker time so far; and of which candidates: a new best only, so the elites the
+ * improve prompts start from carry them (the worker knows its candidate's score once it is
+ * timed). Read by the evaluating threads: kevo_run_profile_due. */
+static void profile_update(struct runctx *r)
+{
+    const struct kevo_elite *b = kevo_search_best(r->loop.s);
+    double below = b && b->score > 0 ? b->score : 0;
+    int on = r->o->profile_share > 0 && r->set.backend && !strcmp(r->set.backend, "cuda") &&
+             r->loop.profile_s <= r->o->profile_share * r->loop.busy_s;
+
+    __atomic_store(&r->loop.profile_below_s, &below, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->loop.profile_on, on, __ATOMIC_RELAXED);
+}
+
+int kevo_run_profile_due(const struct runctx *r, double *below_s)
+{
+    __atomic_load(&r->loop.profile_below_s, below_s, __ATOMIC_RELAXED);
+    return __atomic_load_n(&r->loop.profile_on, __ATOMIC_RELAXED);
+}
+
 /* Record one evaluated candidate: archive first, then the search state and the event. */
 static enum kevo_status handle(struct runctx *r, struct job *j)
 {
@@ -336,6 +383,7 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
         return kevo_run_fail(r, st, "reading the result of candidate %lld", (long long)j->id);
     enum kevo_verdict v = rs.verdict;
     int ok = v == KEVO_VERDICT_OK, best = 0;
+    attach_profile(r, j->result);
     char *metrics = metrics_text(&rs), *res = json_dumps(j->result, JSON_COMPACT);
 
     st = metrics && res ? KEVO_OK : KEVO_ERR_NOMEM;
@@ -372,12 +420,18 @@ static enum kevo_status handle(struct runctx *r, struct job *j)
     kevo_search_op_result(r->loop.s, j->op, ok, improved);
     kevo_run_llm_evaluated(r, j, op_name(r, j->op), v, score, ok, improved);
     kevo_search_tick(r->loop.s);
+    profile_update(r);
     /* the candidate by its id, not the scratch name its worker compiled it under */
     char *why = ok ? NULL : kevo_show_message(j->id, rs.doc);
     json_t *ev = json_pack("{s:s, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:s?}", "event", "eval",
                            "id", (json_int_t)j->id, "op", op_name(r, j->op), "verdict",
                            kevo_verdict_name(v), "score_s", score, "sol_fraction", sol,
                            "speedup", speedup, "best", best, "message", why);
+    json_t *by = json_object_get(j->result, "evaluated_by");   /* where (steps_live.c) */
+    if (json_is_object(by)) {
+        json_object_set(ev, "rank", json_object_get(by, "rank"));
+        json_object_set(ev, "device", json_object_get(by, "device"));
+    }
     if (v == KEVO_VERDICT_COMPILE_ERROR) {   /* what went wrong, without `kevo show` */
         int more = 0;
         json_object_set_new(ev, "log", kevo_show_log_head(rs.doc, EVENT_LOG_LINES, &more));
@@ -483,6 +537,7 @@ static enum kevo_status search_loop(struct runctx *r)
     double last = kevo_now();
     int changed = 1;
 
+    profile_update(r);   /* the first evaluations (the seeds) may be profiled too */
     while (!st) {
         if (changed) {
             st = kevo_run_llm_fill(r);
@@ -651,6 +706,7 @@ void kevo_run_opts_default(struct kevo_run_opts *o)
 {
     memset(o, 0, sizeof *o);
     kevo_eval_opts_default(&o->eval);
+    o->profile_share = 0.1;
 }
 
 /* The options a resumed run keeps: what defines the search, not this session's limits. */
@@ -915,6 +971,8 @@ enum kevo_status kevo_run(const char *task_path, const struct kevo_run_opts *o,
         rep = report_json(&r);
         st = finish(&r, rep);
     }
+    if (!st && r.steps->report)   /* the workers' side: the MPI ranks */
+        r.steps->report(&r, rep);
     if (!st && r.steps->compare)   /* a replay: the same run as its original? */
         diverged = r.steps->compare(&r, rep);
     if (!st) {

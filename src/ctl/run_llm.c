@@ -489,7 +489,7 @@ static enum kevo_status build(struct runctx *r, struct kevo_llm_call *c, const c
             .task_text = r->set.task_text, .lang = r->set.task->lang == KEVO_LANG_CUDA ? "cuda" : "c",
             .tags = (const char *const *)r->set.task->tags, .n_tags = r->set.task->n_tags,
             .calib = r->set.calib, .parent = c->parent_text, .parent2 = p2, .result = res1,
-            .result2 = res2, .siblings = sib, .plan = plan,
+            .result2 = res2, .siblings = sib, .plan = plan, .task = r->set.task,
         };
         st = kevo_prompt_build(kevo_llmop_template(c->op, c->phase), &pc, &c->system, &c->user,
                                &why);

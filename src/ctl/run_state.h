@@ -90,6 +90,11 @@ struct run_loop {
     int inflight;                  /* evaluations sent and not yet handled */
     double busy_s;                 /* seconds workers were working for the run: starting
                                       (device init), calibrating, evaluating */
+    double profile_s;              /* ... of which collecting counters (run.c) */
+    int profile_on;                /* ask for counters now ... */
+    double profile_below_s;        /* ... of a candidate faster than this, the best score
+                                      (atomic: the evaluating threads read both through
+                                      kevo_run_profile_due) */
     json_t *ref;                   /* the reference's timed result */
     double *ref_median;            /* per workload index; 0 when not timed */
     int n_wl;
@@ -145,6 +150,11 @@ void kevo_run_reference_set(struct runctx *r);
 int64_t kevo_run_opt_i(const struct runctx *r, int64_t v, const char *key, int64_t dflt);
 /* Parse r->set.task_text into r->set.task (a failure names the file, line, column). */
 KEVO_NODISCARD enum kevo_status kevo_run_parse_task(struct runctx *r);
+/* Whether an evaluation sent now should ask the worker for the candidate's counters
+ * (kevo_run_opts.profile_share), and then for a candidate faster than *below_s only (the
+ * run's best score: a new best; 0: any). Thread-safe. */
+int kevo_run_profile_due(const struct runctx *r, double *below_s);
+
 /* The run's operator table index of `name` (-1: none, e.g. "seed"). */
 int kevo_run_op_index(const struct runctx *r, const char *name);
 

@@ -214,6 +214,8 @@ static json_t *show_doc(const struct kevo_cand_rec *c, const struct kevo_run_rec
     json_object_set(d, "resources", res ? json_object_get(res, "resources") : json_null());
     json_t *prof = res ? json_object_get(res, "profile") : NULL;   /* hardware counters */
     json_object_set(d, "profile", json_is_object(prof) ? prof : json_null());
+    json_t *by = res ? json_object_get(res, "evaluated_by") : NULL;   /* kevo run's worker */
+    json_object_set(d, "evaluated_by", json_is_object(by) ? by : json_null());
     json_object_set_new(d, "holdout", hold ? json_pack("{s:O?, s:s?}", "verdict",
                                                        json_object_get(hold, "verdict"),
                                                        "message", hmsg)

@@ -69,6 +69,9 @@ struct kevo_steps_ops {
     KEVO_NODISCARD enum kevo_status (*finish)(struct runctx *r);
     /* (optional) the report is made: compare with the original ("replay" in report). */
     KEVO_NODISCARD enum kevo_status (*compare)(struct runctx *r, json_t *report);
+    /* (optional) the report is made: add what the source knows of its workers (live:
+     * the MPI ranks, "ranks"). */
+    void (*report)(struct runctx *r, json_t *report);
     /* Stop and free everything (evaluations in flight are dropped: they stay pending). */
     void (*close)(struct runctx *r);
 };

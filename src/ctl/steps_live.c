@@ -13,6 +13,12 @@
  * as soon as it arrives, so a run killed at any moment resumes with nothing lost and
  * nothing evaluated twice. The queue keeps two jobs per slot so a worker never waits for
  * a proposal (run.c, fill).
+ *
+ * With --mpi (r->o->mpi) the pool also has the slots of the other MPI ranks (relay.h,
+ * docs/cluster.md): their threads are like the others. When a rank is lost, the job its
+ * slot was evaluating goes back to the queue for another slot and that slot's thread ends;
+ * the run fails only when no slot is left. Each result records where it ran
+ * ("evaluated_by": rank, device, host).
  */
 #include "ctl/steps.h"
 
@@ -20,7 +26,9 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/proc.h"
 #include "ctl/evalreq.h"
+#include "ctl/mpi_io.h"
 #include "ctl/pool.h"
 #include "ctl/run.h"
 #include "core/result.h"
@@ -29,12 +37,14 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define CALIBRATE_DEADLINE_S 600.0
+#define WORKER_START_S       60.0    /* a worker's first ping */
 
 struct queue {
     pthread_mutex_t mu;
@@ -46,9 +56,12 @@ struct queue {
 /* The live source's state (r->steps_ctx). */
 struct live {
     struct kevo_pool *pool;
+    struct kevo_relay_hub *hub;   /* the other MPI ranks (borrowed from r->o->mpi); NULL
+                                     without --mpi */
     struct queue jobs, done;
-    pthread_t threads[MAX_SLOTS];
+    pthread_t *threads;           /* one per slot */
     int n_threads;
+    atomic_int n_alive;           /* slots whose rank is not lost */
 };
 
 static struct live *live_of(struct runctx *r)
@@ -83,6 +96,18 @@ static void q_push(struct queue *q, struct job *j)
     else
         q->head = j;
     q->tail = j;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* j goes first: it was taken already, by a slot that lost its rank. */
+static void q_push_front(struct queue *q, struct job *j)
+{
+    pthread_mutex_lock(&q->mu);
+    j->next = q->head;
+    q->head = j;
+    if (!q->tail)
+        q->tail = j;
     pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }
@@ -134,6 +159,33 @@ struct slot_arg {
     int slot;
 };
 
+/* Where slot ran a result: "evaluated_by" {"rank", "device", "host"} (stored with it). */
+static void note_where(struct kevo_pool *pool, int slot, json_t *result)
+{
+    const char *host = NULL;
+    int rank = 0, device = 0;
+
+    if (result && kevo_pool_where(pool, slot, &rank, &device, &host) == KEVO_OK)
+        json_object_set_new(result, "evaluated_by", json_pack("{s:i, s:i, s:s}", "rank", rank,
+                                                              "device", device, "host", host));
+}
+
+/* j's slot lost its rank before j was evaluated: j goes back to the queue for another
+ * slot; when none is left, it ends the run (its status stays KEVO_ERR_LOST). */
+static void requeue(struct live *L, struct job *j)
+{
+    kevo_free(j->msg);
+    j->msg = NULL;
+    if (atomic_fetch_sub(&L->n_alive, 1) > 1) {
+        j->st = KEVO_OK;
+        q_push_front(&L->jobs, j);
+        return;
+    }
+    j->msg = kevo_strdup("every worker was lost: the MPI ranks that hosted them died or "
+                         "stopped answering");
+    q_push(&L->done, j);
+}
+
 static void *slot_main(void *p)
 {
     struct slot_arg *a = p;
@@ -142,14 +194,21 @@ static void *slot_main(void *p)
     struct job *j;
 
     while ((j = q_pop(&L->jobs, -1)) != NULL) {
+        double below = 0;
+        int profile = !j->holdout && kevo_run_profile_due(r, &below);
         struct kevo_eval_call c = {
             .task_path = r->set.task_path, .task_text = r->set.task_text, .cand_path = j->path,
             .cand_text = j->text, .trials = r->o->eval.trials, .holdout = j->holdout,
             .timed = !j->holdout, .time_reference = 0, .time_cap_s = r->o->eval.time_cap_s,
-            .sol = r->set.sol,
+            .sol = r->set.sol, .profile = profile, .profile_below_s = below,
         };
         j->st = kevo_evalreq_call(L->pool, a->slot, &c, r->o->eval.deadline_s, &j->result,
                                   &j->msg);
+        if (j->st == KEVO_ERR_LOST) {   /* this slot is gone for good */
+            requeue(L, j);
+            break;
+        }
+        note_where(L->pool, a->slot, j->result);
         q_push(&L->done, j);
     }
     kevo_free(a);
@@ -160,6 +219,10 @@ static enum kevo_status start_threads(struct runctx *r)
 {
     struct live *L = live_of(r);
 
+    L->threads = kevo_calloc((size_t)r->set.n_slots, sizeof *L->threads);
+    if (!L->threads)
+        return KEVO_ERR_NOMEM;
+    atomic_store(&L->n_alive, r->set.n_slots);
     for (int i = 0; i < r->set.n_slots; i++) {
         struct slot_arg *a = kevo_malloc(sizeof *a);
         if (!a)
@@ -317,10 +380,122 @@ static enum kevo_status add_seeds(struct runctx *r, struct kevo_genome *g, int n
 }
 
 
+/* ---- the workers ---- */
+
+/* The devices of the ranks' slots differ: their times are compared all the same. */
+static void warn_mixed(json_t *ranks)
+{
+    const char *first = NULL;
+    size_t i, k;
+    json_t *e, *s;
+
+    json_array_foreach(ranks, i, e) {
+        json_array_foreach(json_object_get(e, "slots"), k, s) {
+            const char *name = json_string_value(json_object_get(s, "name"));
+            if (!first)
+                first = name;
+            if (name && first && strcmp(name, first) != 0) {
+                KEVO_WARN("the MPI ranks have different devices (%s, %s): every candidate's "
+                          "time is compared with the reference's on rank 0 all the same",
+                          first, name);
+                return;
+            }
+        }
+    }
+}
+
+/*
+ * --mpi: the other ranks' slots as the pool's remote ones (*out, kevo_free; *n_out), from
+ * the hub of r->o->mpi, started here with this run's backend and devices.
+ */
+static enum kevo_status open_ranks(struct runctx *r, const struct kevo_pool_opts *po,
+                                   struct kevo_pool_remote **out, int *n_out)
+{
+    struct live *L = live_of(r);
+    struct kevo_relay_hub_opts ho = { .backend = po->backend, .devices = po->devices,
+                                      .n_devices = po->n_devices,
+                                      .start_timeout_s = po->start_timeout_s };
+    char *m = NULL;
+    enum kevo_status st;
+    int n;
+
+    *out = NULL;
+    *n_out = 0;
+    if (!r->o->mpi)
+        return KEVO_OK;
+    st = kevo_mpi_hub(r->o->mpi, &ho, &L->hub, &m);
+    if (st) {
+        st = kevo_run_fail(r, st, "MPI: %s", m ? m : kevo_status_name(st));
+        kevo_free(m);
+        return st;
+    }
+    n = kevo_relay_hub_slots(L->hub);
+    *out = kevo_calloc((size_t)n + 1, sizeof **out);
+    if (!*out)
+        return KEVO_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        kevo_relay_hub_slot(L->hub, i, &(*out)[i]);
+    *n_out = n;
+    return KEVO_OK;
+}
+
+/*
+ * The pool. With the other ranks' slots, this rank's own workers must open their devices
+ * too (ping does not): a controller on a host without them leaves the evaluating to the
+ * other ranks.
+ */
+static enum kevo_status open_pool(struct runctx *r, struct kevo_pool_opts *po, char **out_msg)
+{
+    struct live *L = live_of(r);
+    enum kevo_status st = kevo_pool_open(po, &L->pool, out_msg);
+    char *name = NULL, *why = NULL;
+
+    if (!po->n_remote || st == KEVO_ERR_NOMEM)
+        return st;
+    for (int i = 0; !st && i < po->n_devices; i++) {
+        st = kevo_pool_probe(L->pool, i, po->start_timeout_s, &name, &why);
+        kevo_free(name);
+        name = NULL;
+    }
+    if (!st || st == KEVO_ERR_NOMEM) {
+        kevo_free(why);
+        return st;
+    }
+    KEVO_WARN("rank 0 evaluates nothing itself (%s): the other ranks' %d worker%s do",
+              why ? why : *out_msg ? *out_msg : kevo_status_name(st), po->n_remote,
+              po->n_remote == 1 ? "" : "s");
+    kevo_free(why);
+    kevo_free(*out_msg);
+    *out_msg = NULL;
+    kevo_pool_free(L->pool);
+    L->pool = NULL;
+    po->n_devices = 0;
+    return kevo_pool_open(po, &L->pool, out_msg);
+}
+
+/* The "ranks" event of an MPI run: this rank's workers and the other ranks'. */
+static void ranks_event(struct runctx *r, int n_local)
+{
+    struct live *L = live_of(r);
+    struct kevo_proc_id me;
+    json_t *ranks;
+
+    if (!L->hub)
+        return;
+    kevo_proc_self(&me);
+    ranks = kevo_relay_hub_ranks(L->hub);
+    warn_mixed(ranks);
+    kevo_run_event(r, json_pack("{s:s, s:I, s:{s:i, s:s, s:I, s:i}, s:o}", "event", "ranks",
+                                "run", (json_int_t)r->run, "controller", "rank", 0, "host",
+                                me.host, "pid", (json_int_t)me.pid, "workers", n_local,
+                                "ranks", ranks));
+}
+
 static enum kevo_status open_workers(struct runctx *r)
 {
     const struct kevo_run_opts *o = r->o;
     struct kevo_pool_opts po = { 0 };
+    struct kevo_pool_remote *remote = NULL;
     int dev = o->eval.device;
     char *m = NULL;
     json_t *calib = NULL;
@@ -332,9 +507,18 @@ static enum kevo_status open_workers(struct runctx *r)
     po.n_devices = o->n_gpus > 0 ? o->n_gpus : 1;
     po.devices = o->n_gpus > 0 ? o->gpus : &dev;
     po.exe = getenv("KEVO_WORKER_EXE");
-    po.start_timeout_s = 60;
+    po.start_timeout_s = WORKER_START_S;
     double t0 = kevo_now();
-    enum kevo_status st = kevo_pool_open(&po, &live_of(r)->pool, &m);
+    enum kevo_status st = open_ranks(r, &po, &remote, &po.n_remote);
+    if (st) {
+        kevo_free(remote);
+        return st;
+    }
+    po.remote = remote;
+    po.link = live_of(r)->hub ? kevo_relay_hub_link(live_of(r)->hub) : NULL;
+    st = open_pool(r, &po, &m);
+    kevo_free(remote);
+    ranks_event(r, po.n_devices);
     if (st) {
         st = kevo_run_fail(r, st, "cannot start %s workers: %s", r->set.backend, m ? m : "?");
         kevo_free(m);
@@ -467,10 +651,34 @@ static void live_send(struct runctx *r, struct job *j)
     q_push(&live_of(r)->jobs, j);
 }
 
+/* The MPI ranks lost since the last look, as "rank_lost" events (on the loop's thread). */
+static void lost_events(struct runctx *r)
+{
+    json_t *news = kevo_relay_hub_news(live_of(r)->hub), *e;
+    size_t i;
+
+    json_array_foreach(news, i, e)
+        kevo_run_event(r, json_pack("{s:s, s:I, s:O, s:O, s:O?, s:O}", "event", "rank_lost",
+                                    "run", (json_int_t)r->run, "rank", json_object_get(e, "rank"),
+                                    "host", json_object_get(e, "host"), "why",
+                                    json_object_get(e, "why"), "lost_calls",
+                                    json_object_get(e, "lost_calls")));
+    json_decref(news);
+}
+
 static enum kevo_status live_next(struct runctx *r, double wait_s, struct job **out)
 {
     *out = q_pop(&live_of(r)->done, wait_s);
+    if (live_of(r)->hub)
+        lost_events(r);
     return KEVO_OK;
+}
+
+/* The report's "ranks" of an MPI run: each rank's state and calls. */
+static void live_report(struct runctx *r, json_t *report)
+{
+    if (live_of(r) && live_of(r)->hub)
+        json_object_set_new(report, "ranks", kevo_relay_hub_ranks(live_of(r)->hub));
 }
 
 static void live_arrive(struct runctx *r, struct job *j)
@@ -517,7 +725,8 @@ static void live_close(struct runctx *r)
         pthread_join(L->threads[i], NULL);
     q_destroy(&L->jobs);
     q_destroy(&L->done);
-    kevo_pool_free(L->pool);
+    kevo_pool_free(L->pool);   /* the hub stays: kevo_mpi_close stops the ranks */
+    kevo_free(L->threads);
     kevo_free(L);
     r->steps_ctx = NULL;
 }
@@ -534,5 +743,6 @@ const struct kevo_steps_ops kevo_steps_live = {
     .arrive = live_arrive,
     .holdout = live_holdout,
     .book = live_book,
+    .report = live_report,
     .close = live_close,
 };

@@ -171,6 +171,8 @@ static enum kevo_status req_flags(json_t *j, struct kevo_eval_req *out, char **o
     out->timing = timing != 0;
     out->time_reference = tref != 0;
     out->profile = profile != 0;
+    if (opt_num(j, "profile_below_s", &out->profile_below_s) || out->profile_below_s < 0)
+        return req_err(out_msg, "profile_below_s must be a number >= 0");
     if (opt_num(j, "time_cap_s", &out->time_cap_s) || out->time_cap_s < 0)
         return req_err(out_msg, "time_cap_s must be a number >= 0");
     return KEVO_OK;
@@ -580,6 +582,25 @@ static enum kevo_status phase_time(struct kevo_ev *e, int w, size_t entry)
     return st;
 }
 
+/* Whether the candidate is as fast as the request wants profiled ones: the geometric mean
+ * of its timed medians (the run's score) below profile_below_s, when that is set. */
+static int fast_enough(const struct kevo_ev *e)
+{
+    double lt = 0;
+    int n = 0;
+    size_t i;
+    json_t *w;
+
+    if (!(e->req->profile_below_s > 0))
+        return 1;
+    json_array_foreach(e->wls, i, w) {
+        double t = json_number_value(json_object_get(json_object_get(w, "time"), "median_s"));
+        if (t > 0)
+            lt += log(t), n++;
+    }
+    return n && exp(lt / n) < e->req->profile_below_s;
+}
+
 /* Hardware counters of the candidate on workload w, the first of "workloads". */
 static enum kevo_status phase_profile(struct kevo_ev *e, int w)
 {
@@ -635,7 +656,8 @@ static enum kevo_status run_all(struct kevo_ev *e)
             st = phase_time(e, w, entry++);
     }
     e->t_time = kevo_now() - t0;
-    if (e->req->profile && !e->req->holdout && !st && !e->verdict && primary >= 0)
+    if (e->req->profile && !e->req->holdout && !st && !e->verdict && primary >= 0 &&
+        fast_enough(e))
         st = phase_profile(e, primary);
     return st;
 }

@@ -38,7 +38,9 @@ struct kevo_eval_req {
     int timing;
     double time_cap_s;                      /* per workload and per kernel; 0 = default 2 s */
     int time_reference;                     /* also time the reference, interleaved */
-    int profile;                            /* an ok candidate's hardware counters */
+    int profile;                            /* an ok candidate's hardware counters ... */
+    double profile_below_s;                 /* ... when the geometric mean of its timed
+                                               medians is below this (0: always) */
     struct kevo_sol_figures sol;
     const char *dump_dir;                   /* NULL: no dump */
 };

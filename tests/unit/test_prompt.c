@@ -1,8 +1,9 @@
 /*
  * test_prompt - LLM prompts (src/prompt.c) from the shipped templates in prompts/: the
  * holdout workloads never appear, every placeholder is filled with the evidence, playbook
- * notes are chosen by tags and bottleneck, and a template with an unknown placeholder or a
- * missing file is refused with its name.
+ * notes are chosen by tags and bottleneck, the shipped playbook brings the right exemplar
+ * code for a GEMM and for row reductions within the budget, a task's `notes` are honoured,
+ * and a template with an unknown placeholder or a missing file is refused with its name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,9 @@
 #include <cmocka.h>
 
 #include "base/mem.h"
+#include "ctl/playbook.h"
 #include "ctl/prompt.h"
+#include "core/task.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +118,9 @@ static void test_improve_prompt(void **state)
     assert_null(strstr(usr, "NOTE-D"));
     assert_null(strstr(usr, "NOTE-README"));
     assert_null(strstr(usr, "title:"));
+    /* no note names exemplars: a format-1 playbook, chosen from as before them (recorded
+     * runs replay), so no "chosen for" line and no budget */
+    assert_null(strstr(usr, "(Chosen for"));
     kevo_free(sys);
     kevo_free(usr);
     /* a failing parent: the evidence and the compiler's output */
@@ -131,6 +137,158 @@ static void test_improve_prompt(void **state)
     kevo_free(usr);
     json_decref(res);
     json_decref(calib);
+}
+
+/* ---- the shipped playbook and its exemplars (ctl/playbook.h) ---- */
+
+/* The prompt of op for the suite task at path (a parent for improve), its playbook
+ * section cut to max_chars (0: the default): the user prompt (kevo_free). */
+static char *suite_prompt(const char *path, const char *op, const char *parent, json_t *result,
+                          size_t max_chars)
+{
+    struct kevo_task *t = NULL;
+    char *msg = NULL, *sys = NULL, *usr = NULL, *why = NULL;
+
+    if (kevo_task_load(path, &t, &msg) != KEVO_OK)
+        fail_msg("%s", msg ? msg : path);
+    struct kevo_prompt_ctx c = { .template_dir = "prompts", .playbook_dir = "docs/playbook",
+                                 .task_text = t->source, .lang = "cuda",
+                                 .tags = (const char *const *)t->tags, .n_tags = t->n_tags,
+                                 .task = t, .parent = parent, .result = result,
+                                 .max_chars = max_chars };
+    if (kevo_prompt_build(op, &c, &sys, &usr, &why) != KEVO_OK)
+        fail_msg("%s", why ? why : "?");
+    kevo_free(sys);
+    kevo_task_free(t);
+    return usr;
+}
+
+/* The playbook section of a generate/improve prompt: from its heading to the next one. */
+static size_t section_len(const char *usr)
+{
+    const char *s = strstr(usr, "## Notes that may help\n");
+    assert_non_null(s);
+    s += strlen("## Notes that may help\n");
+    const char *e = strstr(s, "\nGive the whole candidate file.");
+    if (!e)
+        e = strstr(s, "\nFind the bottleneck");
+    assert_non_null(e);
+    return (size_t)(e - s);
+}
+
+static char *file_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *t = calloc(1, 1 << 20);
+    assert_non_null(f);
+    assert_non_null(t);
+    assert_true(fread(t, 1, (1 << 20) - 1, f) > 0);
+    fclose(f);
+    return t;
+}
+
+/* A compute-bound bf16 GEMM gets the wgmma note and the bf16 GEMM exemplar's code; the
+ * f32 GEMM gets the SIMT one. */
+static void test_gemm_exemplar(void **state)
+{
+    (void)state;
+    char *usr = suite_prompt("tasks/level1/matmul_bf16.cu", "generate", NULL, NULL, 0);
+    assert_non_null(strstr(usr, "(Chosen for a compute-bound task; words: gemm bf16)"));
+    char *note = strstr(usr, "### Hopper wgmma"), *ex = strstr(usr, "### Exemplar: "
+                                                              "examples/seeds/matmul_bf16.cu\n");
+    assert_non_null(note);
+    assert_non_null(ex);
+    assert_true(note < ex);
+    assert_non_null(strstr(ex, "```cuda\n"));
+    assert_non_null(strstr(ex, "wgmma.mma_async.sync.aligned"));
+    assert_true(section_len(usr) <= KEVO_PLAYBOOK_CHARS + 200);
+    kevo_free(usr);
+    usr = suite_prompt("tasks/level1/matmul_f32.cu", "generate", NULL, NULL, 0);
+    assert_non_null(strstr(usr, "### Exemplar: examples/seeds/matmul_f32.cu\n"));
+    assert_null(strstr(usr, "examples/seeds/matmul_bf16.cu"));
+    kevo_free(usr);
+}
+
+/* Row reductions (memory-bound) get the row-reduction note and their own exemplar. */
+static void test_row_reduction_exemplar(void **state)
+{
+    (void)state;
+    const char *tasks[][2] = { { "tasks/level1/rmsnorm_f32.cu", "rmsnorm_f32.cu" },
+                               { "tasks/level1/softmax_rows.cu", "softmax_rows.cu" } };
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) {
+        char *usr = suite_prompt(tasks[i][0], "generate", NULL, NULL, 0), want[128];
+        assert_non_null(strstr(usr, "(Chosen for a memory-bound task"));
+        snprintf(want, sizeof want, "### Exemplar: examples/seeds/%s\n", tasks[i][1]);
+        if (!strstr(usr, want))
+            fail_msg("%s: no '%s' in the prompt", tasks[i][0], want);
+        assert_non_null(strstr(usr, "### Row reductions"));
+        assert_null(strstr(usr, "### Hopper wgmma"));   /* compute notes stay out */
+        kevo_free(usr);
+    }
+}
+
+/* The budget holds: what does not fit is left out and named; the parent's own code is
+ * never repeated as the exemplar. */
+static void test_playbook_budget(void **state)
+{
+    (void)state;
+    char *usr = suite_prompt("tasks/level1/matmul_bf16.cu", "generate", NULL, NULL, 3000);
+    assert_true(section_len(usr) <= 3000 + 200);   /* + the "chosen for" and "left out" lines */
+    assert_null(strstr(usr, "### Exemplar:"));
+    assert_non_null(strstr(usr, "(left out for length: "));
+    assert_non_null(strstr(usr, "exemplar examples/seeds/matmul_bf16.cu"));
+    kevo_free(usr);
+    /* an improve of the exemplar itself: the next best exemplar instead */
+    char *seed = file_text("examples/seeds/rmsnorm_f32.cu");
+    json_t *res = json_pack("{s:s}", "verdict", "ok");
+    usr = suite_prompt("tasks/level1/rmsnorm_f32.cu", "improve", seed, res, 0);
+    char *notes = strstr(usr, "## Notes that may help");
+    assert_non_null(notes);
+    assert_null(strstr(notes, "### Exemplar: examples/seeds/rmsnorm_f32.cu"));
+    assert_non_null(strstr(notes, "### Exemplar: examples/seeds/"));
+    kevo_free(usr);
+    json_decref(res);
+    free(seed);
+}
+
+/* A task's `// kevo notes` brings the notes it names, first, whatever their tags. */
+static void test_asked_notes(void **state)
+{
+    (void)state;
+    char path[128], *usr;
+    const char *src = "// kevo task   my_rows\n// kevo tags   reduction\n"
+                      "// kevo notes  scan-and-sort-patterns\n// kevo size   M=4096 N=8192\n"
+                      "// kevo input  x f32[M,N] normal(0,1)\n// kevo output y f32[M,N]\n"
+                      "// kevo bytes  8*M*N\n// kevo launch k grid=M block=256 (x, y, N)\n"
+                      "extern \"C\" __global__ void k(const float *x, float *y, int n) {}\n";
+    snprintf(path, sizeof path, "%s/my_rows.cu", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(src, f);
+    fclose(f);
+    usr = suite_prompt(path, "generate", NULL, NULL, 0);
+    char *scan = strstr(usr, "### Scan"), *rows = strstr(usr, "### Row reductions");
+    assert_non_null(scan);
+    assert_non_null(rows);
+    assert_true(scan < rows);
+    kevo_free(usr);
+}
+
+/* A profile that finds the parent memory-bound lets memory notes compete for a GEMM. */
+static void test_profiled_bound(void **state)
+{
+    (void)state;
+    json_t *res = json_loads("{\"verdict\":\"ok\",\"profile\":{\"tool\":\"ncu\","
+                             "\"kernels\":[{\"name\":\"k\",\"time_us\":900,"
+                             "\"dram_pct_of_peak\":92,\"sm_pct\":20}]}}", 0, NULL);
+    assert_non_null(res);
+    assert_string_equal(kevo_playbook_profiled(json_object_get(res, "profile")), "memory");
+    char *usr = suite_prompt("tasks/level1/matmul_f32.cu", "improve", "PARENT", res, 0);
+    assert_non_null(strstr(usr, "(Chosen for a compute-bound task whose parent is "
+                                "memory-bound; words: gemm fp32)"));
+    kevo_free(usr);
+    json_decref(res);
+    assert_null(kevo_playbook_profiled(NULL));
 }
 
 static void test_bad_templates(void **state)
@@ -155,6 +313,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_task_text_drops_holdouts),
         cmocka_unit_test(test_improve_prompt),
+        cmocka_unit_test(test_gemm_exemplar),
+        cmocka_unit_test(test_row_reduction_exemplar),
+        cmocka_unit_test(test_playbook_budget),
+        cmocka_unit_test(test_asked_notes),
+        cmocka_unit_test(test_profiled_bound),
         cmocka_unit_test(test_bad_templates),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -726,6 +726,27 @@ static void test_torch_block_and_atomics(void **state)
               "'atomics' declared twice (first at line 7)");
 }
 
+/* notes NAME...: the playbook notes a task asks its prompts to carry (ctl/playbook.h). */
+static void test_notes(void **state)
+{
+    (void)state;
+    struct kevo_task *t = parse_ok("t.cu", HEAD BODY "// kevo notes wgmma-and-tma\n"
+                                   "// kevo notes row_reductions x2\n");
+    assert_int_equal(t->n_notes, 3);
+    assert_string_equal(t->notes[0], "wgmma-and-tma");
+    assert_string_equal(t->notes[2], "x2");
+    assert_int_equal(t->n_tags, 0);
+    kevo_task_free(t);
+    parse_bad("t.cu", HEAD BODY "// kevo notes\n", KEVO_ERR_PARSE, 7, 14,
+              "expected 'notes NAME...'");
+    parse_bad("t.cu", HEAD BODY "// kevo notes ok Wgmma.md\n", KEVO_ERR_PARSE, 7, 18,
+              "expected a note name of [a-z0-9_-]+, got 'Wgmma.md'");
+    t = parse_ok("softmax.cu", softmax_cu);
+    cand_bad(t, "c.cu", "// kevo notes wgmma-and-tma\n", KEVO_ERR_INVALID, 1, 9,
+             "a candidate may not declare 'notes'");
+    kevo_task_free(t);
+}
+
 /* The parser's directive rule, as the text-rewriting modules see it. */
 static void test_directive_rule(void **state)
 {
@@ -1118,6 +1139,7 @@ int main(void)
         cmocka_unit_test(test_errors_scalars_tols),
         cmocka_unit_test(test_errors_bytes_flops),
         cmocka_unit_test(test_torch_block_and_atomics),
+        cmocka_unit_test(test_notes),
         cmocka_unit_test(test_directive_rule),
         cmocka_unit_test(test_errors_shapes_under_workloads),
         cmocka_unit_test(test_errors_launch),
