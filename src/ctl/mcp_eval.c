@@ -4,7 +4,8 @@
  * does); eval judges a candidate as `kevo eval` does: the task's reference checked once per
  * session, the candidate verified and timed in the session's worker (the reference timed
  * interleaved with it, for same-run speedups), then on the held-out workloads when asked,
- * then profiled with Nsight Compute when asked (CUDA). Every candidate evaluated is
+ * then its hardware counters when asked (CUDA: CUPTI in the worker, else Nsight Compute).
+ * Every candidate evaluated is
  * recorded in the archive (ctl/trail.h) whatever its verdict, so the agent's work has
  * lineage. A candidate's failure is a verdict, never a tool error; a tool error means kevo
  * could not judge (a path refused, a task that does not parse, a reference that fails).
@@ -238,6 +239,7 @@ static int ev_request(struct ev *e, int holdout, json_t **out)
         .task_path = e->task.shown, .task_text = e->task.text, .cand_path = e->cand.shown,
         .cand_text = e->text, .trials = (int)e->trials, .holdout = holdout, .timed = !holdout,
         .time_reference = !holdout, .time_cap_s = e->time_cap_s, .sol = e->sol,
+        .profile = e->profile && !holdout && e->b == MCP_CUDA,   /* counted in the worker */
     };
     char *msg = NULL;
 
@@ -257,18 +259,26 @@ static int ok_result(json_t *r)
 }
 
 /* Hardware counters of an ok CUDA candidate (kevo eval --profile), as its result's
- * "profile"; the device goes to the profiler alone, the pool is started again later. */
+ * "profile": the worker's (CUPTI), asked for with the evaluation; where it could not count,
+ * ncu's, with the device to the profiler alone (the pool is started again later). */
 static int ev_profile(struct ev *e)
 {
     struct kevo_task *cand = NULL;
     char *ncu = NULL, *msg = NULL, cpath[PATH_MAX];
-    json_t *prof = NULL;
+    json_t *prof = NULL, *raw = json_object_get(e->res, "profile");
 
     if (e->b != MCP_CUDA) {   /* the CPU backend has no counters */
         json_object_set_new(e->res, "profile", json_pack("{s:s, s:s}", "tool", "none", "error",
                                                          "the CPU backend has no counters"));
         return 0;
     }
+    if (json_is_object(raw) && !json_object_get(raw, "error") &&
+        kevo_profile_from_worker(raw, &prof, &msg) == KEVO_OK) {
+        json_object_set_new(e->res, "profile", prof);
+        return 0;
+    }
+    kevo_free(msg);
+    msg = NULL;
     if (kevo_profile_find_ncu(&ncu, &msg) != KEVO_OK ||
         kevo_mcp_private_file(e->m, e->c, "profiled", "cu", e->text, e->len, cpath) ||
         kevo_candidate_parse(e->t, cpath, e->text, e->len, &cand, &msg) != KEVO_OK) {
