@@ -15,13 +15,7 @@ export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-fidelity-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/device.txt"
 date -u +%FT%TZ >> "$out/device.txt"
 $kevo calibrate > /dev/null 2>&1
-pairs=(
-  "vadd_vec4 tasks/level1/vector_add.cu tests/exploits/cuda/control_vector_add.cu"
-  "softmax_fast tasks/level1/softmax_rows.cu examples/seeds/softmax_rows.cu"
-  "rmsnorm_warp tasks/level1/rmsnorm_f32.cu tests/exploits/cuda/control_rmsnorm_f32.cu"
-  "scale_shift_vec4 bench/tasks/scale_shift.cu bench/tasks/scale_shift_vec4.cu"
-  "sgemm_tiled tasks/level1/matmul_f32.cu examples/seeds/matmul_f32.cu"
-)
+. "$(dirname "$0")/ncu_pairs.sh"
 for p in "${pairs[@]}"; do
   set -- $p
   k=$1 task=$2 cand=$3
