@@ -32,40 +32,17 @@ static char out_text[1 << 20], err_text[1 << 16];
 /* Run `kevo ARGS...` (NULL-terminated), capturing stdout and stderr; the exit status. */
 static int kevo(const char *a0, ...)
 {
-    const char *bin = getenv("KEVO_BIN");
     char *argv[32];
-    int n = 0, st = -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
+    int n = 0;
     va_list ap;
 
-    assert_non_null(fo);
-    assert_non_null(fe);
-    argv[n++] = (char *)bin;
+    argv[n++] = getenv("KEVO_BIN");
     va_start(ap, a0);
     for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
         argv[n++] = (char *)a;
     va_end(ap);
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(bin, argv);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    size_t k;
-    rewind(fo);
-    k = fread(out_text, 1, sizeof out_text - 1, fo);
-    out_text[k] = '\0';
-    rewind(fe);
-    k = fread(err_text, 1, sizeof err_text - 1, fe);
-    err_text[k] = '\0';
-    fclose(fo);
-    fclose(fe);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return test_run(argv, out_text, sizeof out_text, err_text, sizeof err_text);
 }
 
 static void write_file(const char *path, const char *text)

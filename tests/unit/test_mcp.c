@@ -204,32 +204,17 @@ static char out_text[1 << 20];
 /* `kevo ARGS...` (NULL-terminated) with stdout captured; its exit status. */
 static int kevo(const char *a0, ...)
 {
-    const char *bin = getenv("KEVO_BIN");
     char *argv[32];
-    int n = 0, st = -1;
-    FILE *fo = tmpfile();
+    int n = 0;
     va_list ap;
 
-    argv[n++] = (char *)bin;
+    argv[n++] = getenv("KEVO_BIN");
     va_start(ap, a0);
     for (const char *a = a0; a && n < 31; a = va_arg(ap, const char *))
         argv[n++] = (char *)a;
     va_end(ap);
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        execv(bin, argv);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    rewind(fo);
-    size_t k = fread(out_text, 1, sizeof out_text - 1, fo);
-    out_text[k] = '\0';
-    fclose(fo);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return test_run(argv, out_text, sizeof out_text, NULL, 0);
 }
 
 /* ---- the protocol ---- */

@@ -287,12 +287,9 @@ static char out_text[1 << 16], err_text[1 << 16];
 static int kevo_models(const char *a0, ...)
 {
     char *argv[16];
-    int n = 0, st = -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
+    int n = 0;
     va_list ap;
 
-    assert_non_null(fo);
-    assert_non_null(fe);
     argv[n++] = (char *)kevo_bin;
     argv[n++] = "models";
     va_start(ap, a0);
@@ -300,25 +297,10 @@ static int kevo_models(const char *a0, ...)
         argv[n++] = (char *)a;
     va_end(ap);
     argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(kevo_bin, argv);
-        _exit(127);
-    }
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    rewind(fo);
-    out_text[fread(out_text, 1, sizeof out_text - 1, fo)] = '\0';
-    rewind(fe);
-    err_text[fread(err_text, 1, sizeof err_text - 1, fe)] = '\0';
-    fclose(fo);
-    fclose(fe);
+    int st = test_run(argv, out_text, sizeof out_text, err_text, sizeof err_text);
     assert_null(strstr(out_text, SECRET));
     assert_null(strstr(err_text, SECRET));
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return st;
 }
 
 static void test_cli(void **state)
