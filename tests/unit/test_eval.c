@@ -1061,13 +1061,14 @@ static void test_req_from_json(void **state)
     (void)state;
     struct kevo_eval_req q;
     char *msg = NULL;
-    json_t *j = json_pack("{s:s, s:s, s:s, s:[i,i], s:s, s:i, s:i, s:b, s:f, s:i, "
-                          "s:{s:f, s:{s:f, s:f}, s:f}}",
+    json_t *j = json_pack("{s:s, s:s, s:s, s:[i,i], s:s, s:i, s:i, s:b, s:f, s:i, s:i, s:f, "
+                          "s:{s:f, s:{s:f, s:f}, s:f, s:f}}",
                           "task_path", "t.cu", "task_text", "T", "cand_text", "C",
                           "params", 3, 4, "seed", "18446744073709551615", "trials", 1,
                           "holdout", 1, "timing", 0, "time_cap_s", 1.5, "time_reference", 1,
+                          "profile", 1, "profile_below_s", 4e-5,
                           "sol", "bw", 3e12, "peaks", "fp32", 6e13, "bf16", 9e14,
-                          "launch_floor_s", 2e-6);
+                          "launch_floor_s", 2e-6, "launch_gap_s", 1.2e-6);
     assert_int_equal(kevo_eval_req_from_json(j, &q, &msg), KEVO_OK);
     assert_null(msg);
     assert_string_equal(q.task_text, "T");
@@ -1085,6 +1086,9 @@ static void test_req_from_json(void **state)
     assert_near(q.sol.peak_flops[KEVO_UNIT_BF16], 9e14, 0);
     assert_near(q.sol.peak_flops[KEVO_UNIT_FP32], 6e13, 0);
     assert_near(q.sol.launch_floor_s, 2e-6, 0);
+    assert_int_equal(q.profile, 1);
+    assert_near(q.profile_below_s, 4e-5, 0);
+    assert_near(q.sol.launch_gap_s, 1.2e-6, 0);
     json_decref(j);
 
     static const char *const bad[] = {
@@ -1097,6 +1101,9 @@ static void test_req_from_json(void **state)
         "{\"task_text\":\"T\",\"seed\":\"1\",\"time_cap_s\":-1}",
         "{\"task_text\":\"T\",\"seed\":\"1\",\"sol\":{\"bw\":\"x\"}}",
         "{\"task_text\":\"T\",\"seed\":\"1\",\"cand_text\":5}",
+        "{\"task_text\":\"T\",\"seed\":\"1\",\"profile\":\"yes\"}",
+        "{\"task_text\":\"T\",\"seed\":\"1\",\"profile_below_s\":-1}",
+        "{\"task_text\":\"T\",\"seed\":\"1\",\"sol\":{\"launch_gap_s\":\"x\"}}",
         "[1]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1112,6 +1119,7 @@ static void test_req_from_json(void **state)
     assert_int_equal(kevo_eval_req_from_json(j, &q, &msg), KEVO_OK);
     assert_true(q.seed == 77);
     assert_int_equal(q.timing, 1);
+    assert_int_equal(q.profile, 0);
     assert_null(q.cand_text);
     json_decref(j);
 }
