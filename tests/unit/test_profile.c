@@ -521,11 +521,11 @@ static void vadd_free(struct vadd *v)
     kevo_task_free(v->task);
 }
 
-/* The fake ncu: its arguments one per line into scratch/args, the vadd fixture into its
- * --log-file, a line of its own on stdout. */
+/* The fake ncu: its arguments one per line into scratch/args, then the KEVO_CUPTI it got,
+ * the vadd fixture into its --log-file, a line of its own on stdout. */
 static const char FAKE_NCU[] =
     "#!/bin/sh\n"
-    "printf '%%s\\n' \"$@\" > '%s/args'\n"
+    "printf '%%s\\n' \"$@\" \"KEVO_CUPTI=${KEVO_CUPTI-unset}\" > '%s/args'\n"
     "while [ $# -gt 0 ]; do\n"
     "  if [ \"$1\" = --log-file ]; then cp '" FIX "ncu-vadd_vec4.csv' \"$2\"; fi\n"
     "  shift\n"
@@ -595,7 +595,17 @@ static void test_collect_fake_ncu(void **state)
     assert_true(num(p, "cost_s") >= 0 && num(p, "cost_s") < 60);
     assert_true(!strncmp(json_string_value(json_object_get(p, "diagnosis")), "memory-bound", 12));
     assert_null(json_object_get(p, "note"));
-    /* the command line */
+    /* the command line, and CUPTI left to ncu: the profiled worker must not take it */
+    setenv("KEVO_CUPTI", "1", 1);
+    json_decref(p);
+    p = NULL;
+    if (kevo_profile_collect(&v.req, &p, &msg) != KEVO_OK)
+        fail_msg("%s", msg ? msg : "?");
+    unsetenv("KEVO_CUPTI");
+    char *path = kevo_strdupf("%s/args", scratch), *args = read_text(path);
+    assert_non_null(strstr(args, "\nKEVO_CUPTI=0\n"));
+    kevo_free(args);
+    kevo_free(path);
     assert_arg_after("-k", "regex:^(vadd_vec4)$");
     assert_arg_after("--launch-count", "2");
     assert_arg_after("--target-processes", "all");
