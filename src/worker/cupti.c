@@ -74,13 +74,6 @@ struct host_image {
     size_t configImageSize;
     uint8_t *pConfigImage;
 };
-struct host_passes {
-    size_t structSize;
-    void *pPriv;
-    size_t configImageSize;
-    uint8_t *pConfigImage;
-    size_t numOfPasses;
-};
 struct host_eval {
     size_t structSize;
     void *pPriv;
@@ -104,8 +97,7 @@ struct host_eval {
     X(cuptiProfilerGetCounterAvailability) X(cuptiRangeProfilerEnable)                   \
     X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerGetCounterDataSize)                 \
     X(cuptiRangeProfilerCounterDataImageInitialize) X(cuptiRangeProfilerSetConfig)       \
-    X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerPushRange)  \
-    X(cuptiRangeProfilerPopRange) X(cuptiRangeProfilerDecodeData)                        \
+    X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)  \
     X(cuptiRangeProfilerGetCounterDataInfo)
 #define HOST_FUNCS(X)                                                                    \
     X(cuptiProfilerHostInitialize, host_init) X(cuptiProfilerHostDeinitialize, host_deinit) \
@@ -113,7 +105,6 @@ struct host_eval {
     X(cuptiProfilerHostConfigAddMetrics, host_add)                                       \
     X(cuptiProfilerHostGetConfigImageSize, host_image_size)                              \
     X(cuptiProfilerHostGetConfigImage, host_image)                                       \
-    X(cuptiProfilerHostGetNumOfPasses, host_passes)                                      \
     X(cuptiProfilerHostEvaluateToGpuValues, host_eval)
 
 #define DECL_FN(name) __typeof__(name) *name;
@@ -394,7 +385,7 @@ struct kevo_cupti_prof {
     struct kevo_cupti *c;
     CUpti_RangeProfiler_Object *obj;
     void *host;
-    int n_metrics, n_kept, n_ranges, passes;
+    int n_metrics, n_kept, n_ranges;
     const char **kept;        /* [n_kept] borrowed names */
     int *idx;                 /* [n_kept] their index among the caller's */
     double *vals;             /* [n_kept] */
@@ -439,7 +430,6 @@ static enum kevo_status host_config(struct kevo_cupti_prof *p, const char *const
     struct host_add ad = { .structSize = HSIZE(host_add, numMetrics) };
     struct host_image_size is = { .structSize = HSIZE(host_image_size, configImageSize) };
     struct host_image im = { .structSize = HSIZE(host_image, pConfigImage) };
-    struct host_passes np = { .structSize = HSIZE(host_passes, numOfPasses) };
 
     for (int i = 0; i < p->n_metrics; i++) {
         struct host_props pr = { .structSize = HSIZE(host_props, metricType) };
@@ -470,10 +460,6 @@ static enum kevo_status host_config(struct kevo_cupti_prof *p, const char *const
     im.configImageSize = p->config_size;
     im.pConfigImage = p->config;
     CHECK(cuptiProfilerHostGetConfigImage, &im);
-    np.configImageSize = p->config_size;
-    np.pConfigImage = p->config;
-    p->passes = api.cuptiProfilerHostGetNumOfPasses(&np) == CUPTI_SUCCESS && np.numOfPasses
-                    ? (int)np.numOfPasses : 1;
     return KEVO_OK;
 }
 
@@ -560,31 +546,11 @@ out:
     return st;
 }
 
-int kevo_cupti_prof_passes(const struct kevo_cupti_prof *p) { return p ? p->passes : 1; }
-
 enum kevo_status kevo_cupti_prof_start(struct kevo_cupti_prof *p, struct kevo_buf *err)
 {
     CUpti_RangeProfiler_Start_Params sp = { .structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE };
     sp.pRangeProfilerObject = p->obj;
     CHECK(cuptiRangeProfilerStart, &sp);
-    return KEVO_OK;
-}
-
-enum kevo_status kevo_cupti_prof_push(struct kevo_cupti_prof *p, const char *name,
-                                      struct kevo_buf *err)
-{
-    CUpti_RangeProfiler_PushRange_Params pp = { .structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE };
-    pp.pRangeProfilerObject = p->obj;
-    pp.pRangeName = name;
-    CHECK(cuptiRangeProfilerPushRange, &pp);
-    return KEVO_OK;
-}
-
-enum kevo_status kevo_cupti_prof_pop(struct kevo_cupti_prof *p, struct kevo_buf *err)
-{
-    CUpti_RangeProfiler_PopRange_Params pp = { .structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE };
-    pp.pRangeProfilerObject = p->obj;
-    CHECK(cuptiRangeProfilerPopRange, &pp);
     return KEVO_OK;
 }
 

@@ -78,14 +78,9 @@ KEVO_NODISCARD enum kevo_status kevo_cupti_prof_open(struct kevo_cupti *c,
                                                      const char *const *metrics, int n_metrics,
                                                      int n_ranges, struct kevo_cupti_prof **out,
                                                      struct kevo_buf *err);
-/* Passes the configured metrics need (1 if unknown). */
-int kevo_cupti_prof_passes(const struct kevo_cupti_prof *p);
-/* One pass: start; launch (each kernel is a range of its own); stop says whether every
- * pass is done. push/pop are for user ranges (not used by kevo's collection). */
+/* One pass: start; launch (each kernel is a range of its own: auto ranges); stop says
+ * whether every pass is done. */
 KEVO_NODISCARD enum kevo_status kevo_cupti_prof_start(struct kevo_cupti_prof *p, struct kevo_buf *err);
-KEVO_NODISCARD enum kevo_status kevo_cupti_prof_push(struct kevo_cupti_prof *p, const char *name,
-                                                     struct kevo_buf *err);
-KEVO_NODISCARD enum kevo_status kevo_cupti_prof_pop(struct kevo_cupti_prof *p, struct kevo_buf *err);
 KEVO_NODISCARD enum kevo_status kevo_cupti_prof_stop(struct kevo_cupti_prof *p, int *all_done,
                                                      struct kevo_buf *err);
 /* After the last pass: decode; *n_ranges profiled. */
