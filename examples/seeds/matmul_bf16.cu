@@ -1,12 +1,14 @@
 // kevo doc    bf16 GEMM on Hopper tensor cores: a persistent, warp-specialized kernel. One
-// kevo doc    producer warpgroup streams 128x64 tiles of A and 64x256 tiles of B into ST
-// kevo doc    shared-memory stages (cp.async, 128-byte swizzle) signalled by mbarriers; two
-// kevo doc    consumer warpgroups each run wgmma m64n256k16 on 64 rows with float accumulators
-// kevo doc    in registers. Few tiles (M = 16): split K, then a second launch sums the parts.
+// kevo doc    producer thread streams 128x64 tiles of A and 64x256 tiles of B into ST
+// kevo doc    shared-memory stages with the TMA unit (harness-built tensor maps, 128-byte
+// kevo doc    swizzle) signalled by mbarriers; two consumer warpgroups each run wgmma
+// kevo doc    m64n256k16 on 64 rows with float accumulators in registers. Few tiles (M = 16):
+// kevo doc    split K, then a second launch sums the parts.
 // kevo param  ST 4 3
-// kevo param  LAG 1 0 2
+// kevo tmap   ta a box=[128, 64] swizzle=128
+// kevo tmap   tb b box=[64, 64] swizzle=128
 // kevo scratch ws f32[min(8*M*N, 4325376)]
-// kevo launch gemm_bf16_ws grid=min(cdiv(M,128)*cdiv(N,256)*max(1, min(8, 132/(cdiv(M,128)*cdiv(N,256)))), 132) block=384 smem=ST*49152+1280 (a, b, c, ws, M, N, K)
+// kevo launch gemm_bf16_ws grid=min(cdiv(M,128)*cdiv(N,256)*max(1, min(8, 132/(cdiv(M,128)*cdiv(N,256)))), 132) block=384 smem=ST*49152+1280 (a, b, c, ws, ta, tb, M, N, K)
 // kevo launch gemm_splitk_sum grid=cdiv(min(M*N, 131072), 1024) block=256 (ws, c, M, N, K)
 /*
  * An exemplar for tasks/level1/matmul_bf16.cu (docs/playbook/wgmma-and-tma.md): C = A B,
@@ -16,20 +18,20 @@
  * looping over work units (persistent): unit = (128 x 256 tile of C, slice of K), tiles in
  * groups of 8 along M so that concurrent blocks share A rows and B columns in L2.
  *
- * Producer (warpgroup 0): for each 64-wide k block, waits until stage `slot` is empty
- * (mbarrier empty[slot]), copies A's 128 x 64 tile (K-major: row r's 16-byte chunk c at
- * chunk c ^ (r & 7) of a 128-byte row) and B's 64 x 256 tile (N-major, as B is stored:
- * four 64-column blocks of 8 KB, k row r's chunk c at c ^ (r & 7)) with 16-byte cp.async,
- * zero-filled past the edges. Once the copies of stage g - LAG have landed
- * (cp.async.wait_group LAG) it makes them visible to the tensor cores' async proxy
- * (fence.proxy.async) and arrives on full[slot]; LAG 0 lets the barrier track the copies
- * instead (cp.async.mbarrier.arrive.noinc, the consumers then fence). Measured on an H100
- * (8192 x 4096 x 4096): LAG 1 706 us, LAG 2 728 us, LAG 0 744 us. Shapes whose rows are
- * not 16-byte aligned (K or N not a multiple of 8: the holdout) fill the stages with
- * scalar loads and plain stores instead, fenced before the arrival.
+ * Producer (warpgroup 0): for each 64-wide k block, one thread waits until stage `slot`
+ * is empty (mbarrier empty[slot]), arms full[slot] with the stage's 48 KB
+ * (mbarrier.arrive.expect_tx) and issues five TMA copies through the tensor maps the
+ * harness encodes (`// kevo tmap`, docs/task-format.md): A's 128 x 64 box (K-major: row
+ * r's 16-byte chunk c lands at chunk c ^ (r & 7) of a 128-byte row, the 128-byte swizzle)
+ * and four 64 x 64 boxes of B (N-major, as B is stored: 8 KB each, k row r's chunk c at
+ * c ^ (r & 7)). Boxes past the edges are zero-filled. Shapes whose rows are not 16-byte
+ * aligned (K or N not a multiple of 8: the holdout) cannot be described to the TMA unit
+ * (the harness passes zero maps): there all 128 producer threads fill the stages with
+ * plain loads and stores in the same layout, fence the async proxy and arrive. Measured on
+ * an H100 (8192 x 4096 x 4096) before TMA, with a cp.async producer: 706 us (0.52x cuBLAS).
  *
- * Consumers (warpgroups 1 and 2, rows 0-63 and 64-127 of the tile): wait on full[slot]
- * (with LAG 0, fence the async proxy), issue four wgmma.m64n256k16 (A descriptor:
+ * Consumers (warpgroups 1 and 2, rows 0-63 and 64-127 of the tile): wait on full[slot],
+ * issue four wgmma.m64n256k16 (A descriptor:
  * K-major, 128-byte swizzle, SBO 1024; B descriptor: N-major (imm-trans-b 1), 128-byte
  * swizzle, LBO 8192 between 64-column
  * blocks, SBO 1024 between 8-row k groups), commit, and wait until only this stage's
@@ -44,9 +46,6 @@
 #ifndef ST
 #define ST 4
 #endif
-#ifndef LAG
-#define LAG 1   /* 1, 2: the producer signals stage g - LAG; 0: the barrier tracks cp.async */
-#endif
 #define BM 128
 #define BN 256
 #define BK 64
@@ -59,22 +58,7 @@
 
 /* ---- PTX wrappers: shared addresses are 32-bit offsets in the shared window ---- */
 
-__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void fence_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-/* The barrier's arrival of this thread happens when all its earlier cp.async have landed. */
-__device__ __forceinline__ void cp_async_arrive(unsigned bar)
-{
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 __device__ __forceinline__ void st_shared16(unsigned dst, uint4 v)
 {
@@ -193,22 +177,42 @@ __device__ __forceinline__ void unit_of(const plan &p, int u, int &mt, int &nt, 
 
 /* ---- producer ---- */
 
+/* The harness's tensor map (`// kevo tmap`): 128 opaque bytes, read by the TMA unit. */
+struct __align__(64) tmap_t {
+    unsigned long long v[16];
+};
+
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+
+/* A 2-D box of map m at (c0 inner, c1 outer) into shared dst; it completes bytes on bar. */
+__device__ __forceinline__ void tma_load(unsigned dst, const tmap_t *m, unsigned bar, int c0, int c1)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst), "l"((unsigned long long)m), "r"(bar),
+                 "r"(c0), "r"(c1) : "memory");
+}
+
 /* 8 bf16 from p[0..n) (n <= 8 valid, the rest 0), as one 16-byte chunk. */
-__device__ __forceinline__ uint4 gather8(const unsigned short *p, int n, long long step)
+__device__ __forceinline__ uint4 gather8(const unsigned short *p, int n)
 {
     unsigned w[4];
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-        unsigned lo = 2 * e < n ? p[2 * e * step] : 0, hi = 2 * e + 1 < n ? p[(2 * e + 1) * step] : 0;
+        unsigned lo = 2 * e < n ? p[2 * e] : 0, hi = 2 * e + 1 < n ? p[2 * e + 1] : 0;
         w[e] = lo | hi << 16;
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/* Stage (sa, sb) <- A[mt*BM.., kb*BK..] and B[kb*BK.., nt*BN..]. */
+/* Stage (sa, sb) <- A[mt*BM.., kb*BK..] and B[kb*BK.., nt*BN..] with plain loads, laid out
+ * as the TMA unit's 128-byte swizzle lays them (for rows the TMA unit cannot take). */
 __device__ __forceinline__ void load_stage(const __nv_bfloat16 *a, const __nv_bfloat16 *b, int M,
                                            int N, int K, int mt, int nt, int kb, unsigned sa,
-                                           unsigned sb, bool vec)
+                                           unsigned sb)
 {
     const int t = threadIdx.x;   /* 0..127 */
 #pragma unroll
@@ -217,66 +221,56 @@ __device__ __forceinline__ void load_stage(const __nv_bfloat16 *a, const __nv_bf
         int gm = mt * BM + row, gk = kb * BK + c * 8;
         unsigned dst = sa + row * 128 + ((c ^ (row & 7)) << 4);
         const __nv_bfloat16 *src = a + (long long)gm * K + gk;
-        if (vec)
-            cp_async16(dst, gm < M && gk < K ? src : a, gm < M && gk < K ? 16 : 0);
-        else
-            st_shared16(dst, gather8((const unsigned short *)src, gm < M ? K - gk : 0, 1));
+        st_shared16(dst, gather8((const unsigned short *)src, gm < M ? K - gk : 0));
     }
-#pragma unroll
     for (int i = 0; i < 16; i++) {
         int q = t + 128 * i, kr = q >> 5, cc = q & 31, c = cc & 7;
         int gk = kb * BK + kr, gn = nt * BN + cc * 8;
         unsigned dst = sb + (cc >> 3) * 8192 + kr * 128 + ((c ^ (kr & 7)) << 4);
-        const __nv_bfloat16 *src = b + (long long)gk * N + gn;
-        if (vec)
-            cp_async16(dst, gk < K && gn < N ? src : b, gk < K && gn < N ? 16 : 0);
-        else
-            st_shared16(dst, gather8((const unsigned short *)src, gk < K ? N - gn : 0, 1));
+        const unsigned short *src = (const unsigned short *)(b + (long long)gk * N + gn);
+        unsigned w[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {   /* 8 columns of one k row: a stride of 1 */
+            unsigned lo = gk < K && gn + 2 * e < N ? src[2 * e] : 0;
+            unsigned hi = gk < K && gn + 2 * e + 1 < N ? src[2 * e + 1] : 0;
+            w[e] = lo | hi << 16;
+        }
+        st_shared16(dst, make_uint4(w[0], w[1], w[2], w[3]));
     }
 }
 
 /*
- * LAG 0: each thread's arrival on full[slot] is made by the hardware when its copies have
- * landed (cp.async.mbarrier.arrive.noinc), so every free stage can be in flight; the
- * consumers then fence the async proxy themselves. LAG 1 or 2: after issuing stage g the
- * producer waits for its copies of stage g - LAG (cp.async.wait_group LAG), fences and
- * arrives: simpler to reason about, fewer stages in flight (LAG <= ST - 2, or the
- * consumers, which free a stage only once the next one is full, would wait forever).
+ * TMA (rows of A and B a multiple of 16 bytes, so the maps are real): one thread waits
+ * until stage `slot` is empty, tells full[slot] to expect the stage's 48 KB, and issues
+ * one box of A (128 x 64) and four of B (64 x 64 each), which complete on full[slot].
+ * Boxes past the edges are zero-filled and still count their bytes. Otherwise all 128
+ * threads fill the stage with plain loads, fence the async proxy and arrive.
  */
-__device__ void producer(const __nv_bfloat16 *a, const __nv_bfloat16 *b, int M, int N, int K,
-                         const plan &p, unsigned base, unsigned full, unsigned empty)
+__device__ void producer(const tmap_t *ta, const tmap_t *tb, const __nv_bfloat16 *a,
+                         const __nv_bfloat16 *b, int M, int N, int K, const plan &p,
+                         unsigned base, unsigned full, unsigned empty, bool tma)
 {
-    const bool vec = (K & 7) == 0 && (N & 7) == 0;
     int g = 0;   /* stages issued so far, over all units */
+    if (tma && threadIdx.x != 0)
+        return;
     for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
         int mt, nt, kb0, kb1;
         unit_of(p, u, mt, nt, kb0, kb1);
         for (int kb = kb0; kb < kb1; kb++, g++) {
-            unsigned slot = g % ST, sa = base + slot * STAGE_BYTES;
+            unsigned slot = g % ST, sa = base + slot * STAGE_BYTES, bar = full + 8 * slot;
             mbar_wait(empty + 8 * slot, ((g / ST) & 1) ^ 1);
-            load_stage(a, b, M, N, K, mt, nt, kb, sa, sa + A_BYTES, vec);
-            if (LAG == 0) {
-                if (vec) {
-                    cp_async_arrive(full + 8 * slot);
-                } else {   /* plain stores: visible once fenced */
-                    fence_async();
-                    mbar_arrive(full + 8 * slot);
-                }
+            if (!tma) {
+                load_stage(a, b, M, N, K, mt, nt, kb, sa, sa + A_BYTES);
+                fence_async();
+                mbar_arrive(bar);
                 continue;
             }
-            cp_async_commit();
-            if (g >= LAG) {   /* stage g - LAG has landed: hand it to the tensor cores */
-                cp_async_wait<LAG>();
-                fence_async();
-                mbar_arrive(full + 8 * ((g - LAG) % ST));
-            }
+            mbar_expect_tx(bar, STAGE_BYTES);
+            tma_load(sa, ta, bar, kb * BK, mt * BM);
+#pragma unroll
+            for (int j = 0; j < BN / 64; j++)
+                tma_load(sa + A_BYTES + j * 8192, tb, bar, nt * BN + j * 64, kb * BK);
         }
-    }
-    if (LAG > 0) {
-        cp_async_wait<0>();
-        fence_async();
-        for (int i = g >= LAG ? g - LAG : 0; i < g; i++)
-            mbar_arrive(full + 8 * (i % ST));
     }
 }
 
@@ -329,8 +323,6 @@ __device__ void consumer(__nv_bfloat16 *c, float *ws, int M, int N, const plan &
             unsigned slot = g % ST, sa = base + slot * STAGE_BYTES + cw * 64 * 128;
             unsigned sb = base + slot * STAGE_BYTES + A_BYTES;
             mbar_wait(full + 8 * slot, (g / ST) & 1);
-            if (LAG == 0)
-                fence_async();   /* the copies landed through the generic proxy */
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 4; kk++)
@@ -349,7 +341,9 @@ __device__ void consumer(__nv_bfloat16 *c, float *ws, int M, int N, const plan &
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 gemm_bf16_ws(const __nv_bfloat16 *__restrict__ a, const __nv_bfloat16 *__restrict__ b,
-             __nv_bfloat16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K)
+             __nv_bfloat16 *__restrict__ c, float *__restrict__ ws,
+             const __grid_constant__ tmap_t ta, const __grid_constant__ tmap_t tb, int M, int N,
+             int K)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smem);
@@ -357,17 +351,18 @@ gemm_bf16_ws(const __nv_bfloat16 *__restrict__ a, const __nv_bfloat16 *__restric
     const unsigned full = base + ST * STAGE_BYTES, empty = full + 8 * ST;
     const plan p = make_plan(M, N, K);
     const int wg = threadIdx.x >> 7;
+    const bool tma = (K & 7) == 0 && (N & 7) == 0;   /* the harness's maps are real */
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < ST; s++) {
-            mbar_init(full + 8 * s, 128);    /* every producer thread arrives */
+            mbar_init(full + 8 * s, tma ? 1 : 128);   /* the TMA thread, or every producer */
             mbar_init(empty + 8 * s, 256);   /* every consumer thread arrives */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
     if (wg == 0)
-        producer(a, b, M, N, K, p, base, full, empty);
+        producer(&ta, &tb, a, b, M, N, K, p, base, full, empty, tma);
     else
         consumer(c, ws, M, N, p, base, full, empty, wg - 1);
 }

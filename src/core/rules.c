@@ -9,6 +9,7 @@
 #include "base/buf.h"
 #include "base/mem.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -235,6 +236,14 @@ static int check_arg(const struct kevo_task *task, const struct kevo_task *src,
     char val[32];
 
     classify(ty, &t);
+    if (a->kind == KEVO_ARG_TMAP) {
+        if (t.kind == P_UNKNOWN)
+            return 0;
+        snprintf(why, n, "argument %d (tensor map %s) goes to parameter %d of '%s', '%s'; it "
+                 "is a 128-byte struct (const __grid_constant__ CUtensorMap or an aligned "
+                 "struct of 16 unsigned long long)", k + 1, a->text, k + 1, l->kernel, ty);
+        return 1;
+    }
     if (a->kind == KEVO_ARG_TENSOR) {
         if (t.kind != P_INT && t.kind != P_FLOAT)
             return 0;
@@ -265,6 +274,90 @@ static int check_arg(const struct kevo_task *task, const struct kevo_task *src,
     return 1;
 }
 
+/* ---- tensor maps ---- */
+
+static int tmap_say(char *why, size_t n, const struct kevo_tmap *m, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int tmap_say(char *why, size_t n, const struct kevo_tmap *m, const char *fmt, ...)
+{
+    va_list ap;
+    int o = snprintf(why, n, "tensor map '%s' (line %d): ", m->name, m->line);
+    va_start(ap, fmt);
+    if (o >= 0 && (size_t)o < n)
+        vsnprintf(why + o, n - (size_t)o, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+/* out->dims (innermost first) from the view or the tensor's own shape, with its numel. */
+static int tmap_dims(const struct kevo_tmap *m, const struct kevo_tensor_decl *d,
+                     const struct kevo_env *env, struct kevo_tmap_spec *out, char *why, size_t n)
+{
+    int64_t numel = 0, prod = 1, v;
+    char *msg = NULL;
+
+    if (kevo_tensor_numel(d, env, &numel, &msg)) {
+        tmap_say(why, n, m, "%s", msg ? msg : "bad shape");
+        kevo_free(msg);
+        return 1;
+    }
+    for (int i = 0; i < m->rank; i++) {
+        const char *e = m->shape[0] ? m->shape[i] : d->shape[i];
+        if (kevo_env_eval(env, e, &v, &msg) || v < 1 || v >= (int64_t)1 << 32 ||
+            __builtin_mul_overflow(prod, v, &prod)) {
+            tmap_say(why, n, m, "dimension %d: %s", i + 1, msg ? msg : "not in 1..2^32-1");
+            kevo_free(msg);
+            return 1;
+        }
+        out->dims[m->rank - 1 - i] = (uint64_t)v;
+    }
+    if (prod != numel)
+        return tmap_say(why, n, m, "shape has %lld elements, '%s' %lld", (long long)prod,
+                        d->name, (long long)numel);
+    return 0;
+}
+
+int kevo_rules_tmap(const struct kevo_task *task, const struct kevo_task *src, int mi,
+                    const struct kevo_env *env, struct kevo_tmap_spec *out, char *why, size_t n)
+{
+    const struct kevo_tmap *m = &src->tmaps[mi];
+    int ti = m->tensor_index, base = src != task ? task->n_tensors : 0;
+    const struct kevo_tensor_decl *d = ti < base ? &task->tensors[ti] : &src->tensors[ti - base];
+    size_t es = kevo_dtype_size(d->dtype);
+    uint64_t pitch;
+    int64_t v;
+    char *msg = NULL;
+
+    memset(out, 0, sizeof *out);
+    if (tmap_dims(m, d, env, out, why, n))
+        return 1;
+    for (int i = 0; i < m->rank; i++) {
+        if (kevo_env_eval(env, m->box[i], &v, &msg) || v < 1 || v > 256) {
+            tmap_say(why, n, m, "box entry %d: %s", i + 1, msg ? msg : "not in 1..256");
+            kevo_free(msg);
+            return 1;
+        }
+        out->box[m->rank - 1 - i] = (uint32_t)v;
+    }
+    if (out->box[0] * es % 16)
+        return tmap_say(why, n, m, "the box's inner row is %zu bytes; the TMA unit moves "
+                        "multiples of 16", out->box[0] * es);
+    if (m->swizzle && out->box[0] * es > (size_t)m->swizzle)
+        return tmap_say(why, n, m, "the box's inner row is %zu bytes, more than its %d-byte "
+                        "swizzle", out->box[0] * es, m->swizzle);
+    out->swizzle = m->swizzle;
+    out->dtype = d->dtype;
+    pitch = es;
+    for (int i = 1; i < m->rank; i++) {
+        pitch *= out->dims[i - 1];
+        out->strides[i - 1] = pitch;
+        if (pitch % 16 || pitch >= (uint64_t)1 << 40)
+            return (out->rank = 0);   /* not describable: a zero map, not an error */
+    }
+    out->rank = m->rank;
+    return 0;
+}
+
 int kevo_rules_launch(const struct kevo_task *task, const struct kevo_task *src, int i,
                       const struct kevo_cproto *proto, const struct kevo_env *env, char *why,
                       size_t n)
@@ -273,6 +366,12 @@ int kevo_rules_launch(const struct kevo_task *task, const struct kevo_task *src,
 
     if (src->lang == KEVO_LANG_CUDA && cuda_dims(l, env, why, n))
         return 1;
+    for (int k = 0; k < l->n_args; k++) {
+        struct kevo_tmap_spec sp;
+        if (l->args[k].kind == KEVO_ARG_TMAP &&
+            kevo_rules_tmap(task, src, l->args[k].index, env, &sp, why, n))
+            return 1;
+    }
     if (!proto || proto->n_params < 0)
         return 0;
     if (proto->n_params != l->n_args) {

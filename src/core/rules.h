@@ -17,6 +17,7 @@
 #include "core/task.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The largest tensor (or scratch) kevo allocates, in bytes: 1 TiB. */
 #define KEVO_TENSOR_MAX_BYTES ((size_t)1 << 40)
@@ -40,7 +41,8 @@ void kevo_rules_protos_free(struct kevo_cproto *protos, int n);   /* NULL: no-op
  * with the first broken one in why ("argument 4 (N*10000000 = 41943040000000) does not fit
  * parameter 4 of 'f', 'int' (-2147483648..2147483647)"):
  *   - the number of arguments is the kernel's; a tensor goes to a pointer and a value to
- *     what kevo knows is not one (a typedef it does not know is not judged);
+ *     what kevo knows is not one (a typedef it does not know is not judged); a tensor map
+ *     to neither a pointer nor a number, and it keeps kevo_rules_tmap;
  *   - each integer argument (an expression, an integer scalar) fits its parameter: C
  *     types by their range (LP64), CUDA parameters by their size as signed values, as the
  *     CUDA backend passes them;
@@ -50,6 +52,30 @@ void kevo_rules_protos_free(struct kevo_cproto *protos, int n);   /* NULL: no-op
 int kevo_rules_launch(const struct kevo_task *task, const struct kevo_task *src, int i,
                       const struct kevo_cproto *proto, const struct kevo_env *env, char *why,
                       size_t n);
+
+/*
+ * A tensor map as the TMA unit takes it (cuTensorMapEncodeTiled), innermost dimension
+ * first. rank 0: the tensor cannot be described under these sizes (a row pitch not a
+ * multiple of 16 bytes, one at or past 2^40 bytes): the kernel gets 128 zero bytes and
+ * must not use them (docs/task-format.md says so; it tests the sizes, as it must anyway).
+ */
+struct kevo_tmap_spec {
+    int rank;                     /* 1..KEVO_TMAP_MAX_RANK, or 0 (see above) */
+    int swizzle;                  /* bytes: 0, 32, 64, 128 */
+    enum kevo_dtype dtype;
+    uint64_t dims[KEVO_TMAP_MAX_RANK];          /* elements */
+    uint64_t strides[KEVO_TMAP_MAX_RANK - 1];   /* bytes, of dims[1..] */
+    uint32_t box[KEVO_TMAP_MAX_RANK];
+};
+
+/*
+ * Tensor map m of src under env into *out. 0 when it keeps the rules; else 1 with why:
+ * its box entries 1..256, the box's inner row a multiple of 16 bytes and, with a swizzle,
+ * at most the swizzle's span; a shape view with the tensor's element count, every
+ * dimension below 2^32. A pitch the TMA unit cannot take is not an error (rank 0).
+ */
+int kevo_rules_tmap(const struct kevo_task *task, const struct kevo_task *src, int m,
+                    const struct kevo_env *env, struct kevo_tmap_spec *out, char *why, size_t n);
 
 /*
  * `kevo check`: every launch of cand (or of task when cand is NULL) and every tensor it

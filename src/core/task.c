@@ -807,6 +807,100 @@ static enum kevo_status d_call(struct parser *p)
     return st;
 }
 
+/* ---- directives: tmap ---- */
+
+/* "[E, ...]" at v into dst[0..rank) as recs of kind; the number of entries in *n. */
+static enum kevo_status tmap_list(struct parser *p, int mi, enum rec_kind kind, struct tok v,
+                                  char **dst, int *n)
+{
+    struct tok parts[KEVO_TMAP_MAX_RANK + 1];
+    enum kevo_status st = KEVO_OK;
+
+    if (v.len < 2 || v.s[0] != '[' || v.s[v.len - 1] != ']')
+        return perr(p, KEVO_ERR_PARSE, p->line, v.col, "expected a list '[E, ...]' of 1 to %d "
+                    "expressions, outermost dimension first", KEVO_TMAP_MAX_RANK);
+    *n = trim(p->l, v.s + 1, v.len - 2).len
+             ? split_commas(p->l, v.s + 1, v.len - 2, parts, KEVO_TMAP_MAX_RANK) : 0;
+    if (*n < 1 || *n > KEVO_TMAP_MAX_RANK)
+        return perr(p, KEVO_ERR_PARSE, p->line, v.col, "a tensor map has 1 to %d dimensions",
+                    KEVO_TMAP_MAX_RANK);
+    for (int i = 0; !st && i < *n; i++) {
+        st = dup_tok(p, parts[i], &dst[i]);
+        if (!st)
+            st = add_expr(p, kind, mi, i, dst[i], parts[i].col);
+    }
+    return st;
+}
+
+/* One KEY=VALUE of a tmap line; seen[] catches repeats, *shape_n is shape's length. */
+static enum kevo_status tmap_key(struct parser *p, int mi, struct tok t, int *seen, int *shape_n)
+{
+    struct kevo_tmap *m = &p->t->tmaps[mi];
+    const char *eq = memchr(t.s, '=', t.len);
+    size_t kl = eq ? (size_t)(eq - t.s) : t.len;
+    struct tok v = { t.s + kl + !!eq, t.len - kl - !!eq, t.col + (int)kl + 1 };
+    int k = !eq ? -1 : eq_n(t.s, kl, "box") ? 0 : eq_n(t.s, kl, "shape") ? 1
+                     : eq_n(t.s, kl, "swizzle") ? 2 : -1;
+    char b[200];
+
+    if (k < 0)
+        return perr(p, KEVO_ERR_PARSE, p->line, t.col, "expected box=[B, ...], shape=[S, ...] "
+                    "or swizzle=none|32|64|128, got '%s'", q(b, t.s, t.len));
+    if (seen[k]++)
+        return perr(p, KEVO_ERR_PARSE, p->line, t.col, "'%.*s=' given twice", (int)kl, t.s);
+    if (k < 2)
+        return tmap_list(p, mi, k ? R_TMAP_SHAPE : R_TMAP_BOX, v, k ? m->shape : m->box,
+                         k ? shape_n : &m->rank);
+    m->swizzle = eq_n(v.s, v.len, "none") ? 0 : eq_n(v.s, v.len, "32") ? 32
+               : eq_n(v.s, v.len, "64") ? 64 : eq_n(v.s, v.len, "128") ? 128 : -1;
+    if (m->swizzle < 0)
+        return perr(p, KEVO_ERR_PARSE, p->line, v.col, "expected swizzle=none, 32, 64 or 128 "
+                    "(bytes), got '%s'", q(b, v.s, v.len));
+    return KEVO_OK;
+}
+
+/* tmap NAME TENSOR box=[B, ...] [swizzle=S] [shape=[E, ...]] */
+static enum kevo_status d_tmap(struct parser *p)
+{
+    struct kevo_task *t = p->t;
+    int mi = t->n_tmaps, seen[3] = { 0, 0, 0 }, shape_n = 0;
+    enum kevo_status st;
+
+    if (t->lang != KEVO_LANG_CUDA)
+        return perr(p, KEVO_ERR_INVALID, p->line, p->kw.col, "'tmap' is for CUDA (.cu) "
+                    "candidates: the TMA unit is a GPU's");
+    if (p->nt < 3)
+        return perr(p, KEVO_ERR_PARSE, p->line, (int)p->ll + 1, "expected 'tmap NAME TENSOR "
+                    "box=[B, ...] [swizzle=none|32|64|128] [shape=[S, ...]]'");
+    if (mi >= TASK_MAX_TMAPS)
+        return perr(p, KEVO_ERR_TOOBIG, p->line, p->kw.col, "too many tensor maps (at most %d)",
+                    TASK_MAX_TMAPS);
+    st = check_ident(p, p->tk[0], "tensor map");
+    if (!st)
+        st = check_ident(p, p->tk[1], "tensor");
+    if (st)
+        return st;
+    GROW(p, t->tmaps, mi);
+    t->n_tmaps++;
+    t->tmaps[mi].tensor_index = -1;
+    t->tmaps[mi].line = p->line;
+    st = dup_tok(p, p->tk[0], &t->tmaps[mi].name);
+    if (!st)
+        st = declare(p, t->tmaps[mi].name, "tensor map", p->line, p->tk[0].col, 0);
+    if (!st)
+        st = dup_tok(p, p->tk[1], &t->tmaps[mi].tensor);
+    if (!st)
+        st = add_rec(p, R_TMAP, mi, 0, p->tk[1].col);
+    for (int i = 2; !st && i < p->nt; i++)
+        st = tmap_key(p, mi, p->tk[i], seen, &shape_n);
+    if (!st && !seen[0])
+        st = perr(p, KEVO_ERR_PARSE, p->line, p->kw.col, "tmap needs box=[B, ...]");
+    if (!st && seen[1] && shape_n != t->tmaps[mi].rank)
+        st = perr(p, KEVO_ERR_INVALID, p->line, p->kw.col, "shape has %d entries, box %d",
+                  shape_n, t->tmaps[mi].rank);
+    return st;
+}
+
 /* ---- directives: task, doc, tags, torch, param, flags ---- */
 
 static int word_ok(struct tok t, int dash)
@@ -973,7 +1067,7 @@ static enum kevo_status d_param(struct parser *p)
 enum kw_id {
     K_TASK, K_DOC, K_TAGS, K_SIZE, K_HOLDOUT, K_INPUT, K_OUTPUT, K_SCALAR, K_SCRATCH,
     K_TOL, K_BYTES, K_FLOPS, K_TORCH, K_LAUNCH, K_CALL, K_PARAM, K_FLAGS, K_ATOMICS, K_NOTES,
-    K_COUNT
+    K_TMAP, K_COUNT
 };
 static const struct {
     const char *name;
@@ -988,7 +1082,7 @@ static const struct {
     [K_TORCH] = { "torch", 1, 0 },   [K_LAUNCH] = { "launch", 1, 1 },
     [K_CALL] = { "call", 1, 1 },     [K_PARAM] = { "param", 0, 1 },
     [K_FLAGS] = { "flags", 0, 1 },   [K_ATOMICS] = { "atomics", 1, 0 },
-    [K_NOTES] = { "notes", 1, 0 },
+    [K_NOTES] = { "notes", 1, 0 },   [K_TMAP] = { "tmap", 0, 1 },
 };
 
 static enum kevo_status run_directive(struct parser *p, enum kw_id k)
@@ -1013,6 +1107,7 @@ static enum kevo_status run_directive(struct parser *p, enum kw_id k)
     case K_FLAGS:   return d_words(p, W_FLAGS);
     case K_NOTES:   return d_words(p, W_NOTES);
     case K_ATOMICS: return d_atomics(p);
+    case K_TMAP:    return d_tmap(p);
     default:        return perr(p, KEVO_ERR_PARSE, p->line, 1, "internal: bad keyword");
     }
 }
@@ -1044,10 +1139,10 @@ static enum kevo_status directive(struct parser *p, size_t kw)
     if (k == K_COUNT)
         return perr(p, KEVO_ERR_PARSE, p->line, p->kw.col, "unknown keyword '%s' (expected "
                     "one of task doc tags size holdout input output scalar scratch tol bytes "
-                    "flops torch atomics notes launch call param flags)", q(b, p->kw.s, p->kw.len));
+                    "flops torch atomics notes launch call param flags tmap)", q(b, p->kw.s, p->kw.len));
     if (p->task && !keywords[k].in_cand)
         return perr(p, KEVO_ERR_INVALID, p->line, p->kw.col, "a candidate may not declare "
-                    "'%s' (a candidate has launch/call, scratch, param, flags and doc)",
+                    "'%s' (a candidate has launch/call, scratch, param, flags, tmap and doc)",
                     keywords[k].name);
     if (!p->task && !keywords[k].in_task)
         return perr(p, KEVO_ERR_INVALID, p->line, p->kw.col,
@@ -1338,6 +1433,15 @@ void kevo_task_free(struct kevo_task *t)
         kevo_free(t->params[i].values);
     }
     kevo_free(t->params);
+    for (int i = 0; i < t->n_tmaps; i++) {
+        kevo_free(t->tmaps[i].name);
+        kevo_free(t->tmaps[i].tensor);
+        for (int j = 0; j < KEVO_TMAP_MAX_RANK; j++) {
+            kevo_free(t->tmaps[i].box[j]);
+            kevo_free(t->tmaps[i].shape[j]);
+        }
+    }
+    kevo_free(t->tmaps);
     for (int i = 0; i < t->n_flags; i++)
         kevo_free(t->flags[i]);
     kevo_free(t->flags);

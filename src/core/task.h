@@ -74,14 +74,35 @@ struct kevo_tol {
 };
 
 /* One argument of a launch/call: a tensor, a scalar, or an integer expression. */
-enum kevo_arg_kind { KEVO_ARG_TENSOR = 0, KEVO_ARG_SCALAR, KEVO_ARG_EXPR };
+enum kevo_arg_kind { KEVO_ARG_TENSOR = 0, KEVO_ARG_SCALAR, KEVO_ARG_EXPR, KEVO_ARG_TMAP };
 struct kevo_arg {
     enum kevo_arg_kind kind;
     char *text;                   /* tensor/scalar name, or expression text */
     int index;                    /* TENSOR: index into task->tensors, or task->n_tensors + i
                                      for a candidate's own scratch tensor i; SCALAR: index
-                                     into task->scalars; EXPR: -1 */
+                                     into task->scalars; TMAP: index into the file's
+                                     own tmaps; EXPR: -1 */
     int col;
+};
+
+/*
+ * `tmap NAME TENSOR box=[B, ...] [swizzle=none|32|64|128] [shape=[S, ...]]` (CUDA
+ * candidates): a TMA tensor map of TENSOR that the harness encodes for every binding of
+ * the tensor (cuTensorMapEncodeTiled) and passes as a 128-byte kernel parameter, since a
+ * kernel cannot build one. Box and shape entries are expressions, outermost dimension
+ * first as in the tensor's declaration; `shape` views the tensor with another shape of the
+ * same element count. Checked by core/rules.h (kevo_rules_tmap).
+ */
+#define KEVO_TMAP_MAX_RANK 5
+struct kevo_tmap {
+    char *name;
+    char *tensor;                 /* as written */
+    int tensor_index;             /* as a KEVO_ARG_TENSOR's index; -1 until resolved */
+    int rank;                     /* the number of box entries */
+    char *box[KEVO_TMAP_MAX_RANK];
+    char *shape[KEVO_TMAP_MAX_RANK];   /* all NULL: the tensor's own shape */
+    int swizzle;                  /* bytes: 0 (none), 32, 64, 128 */
+    int line;
 };
 
 struct kevo_launch {
@@ -128,6 +149,7 @@ struct kevo_task {
     int atomics;                  /* outputs may differ run to run within the tolerance */
     int n_launches; struct kevo_launch *launches;
     int n_params; struct kevo_param *params;
+    int n_tmaps; struct kevo_tmap *tmaps;     /* candidates only */
     int n_flags; char **flags;
     char *source;                 /* the whole file text, directives included */
     size_t source_len;

@@ -161,6 +161,8 @@ static const char *rec_text(const struct kevo_task *t, const struct rec *r)
     case R_BLOCK:   return t->launches[r->idx].block[r->sub];
     case R_SMEM:    return t->launches[r->idx].smem;
     case R_ARG:     return t->launches[r->idx].args[r->sub].text;
+    case R_TMAP_BOX:   return t->tmaps[r->idx].box[r->sub];
+    case R_TMAP_SHAPE: return t->tmaps[r->idx].shape[r->sub];
     default:        return NULL;
     }
 }
@@ -207,12 +209,46 @@ static enum kevo_status resolve_arg(struct parser *p, const struct rec *r)
     for (int i = 0; i < base->n_scalars; i++)
         if (!strcmp(base->scalars[i].name, a->text))
             return set_arg(a, KEVO_ARG_SCALAR, i);
+    for (int i = 0; i < p->t->n_tmaps; i++)
+        if (!strcmp(p->t->tmaps[i].name, a->text))
+            return set_arg(a, KEVO_ARG_TMAP, i);
     if (known_name(p, a->text, n))
         return KEVO_OK;
     known_list(p, "a tensor, a scalar, or an integer expression over the", 1, hint,
                sizeof hint);
     return perr(p, KEVO_ERR_PARSE, r->line, r->col, "unknown argument '%s'%s", q(b, a->text, n),
                 hint);
+}
+
+/* A tensor map's tensor: the task's, or the candidate's own scratch (numbered after). */
+static enum kevo_status resolve_tmap(struct parser *p, const struct rec *r)
+{
+    struct kevo_tmap *m = &p->t->tmaps[r->idx];
+    const struct kevo_tensor_decl *d = NULL;
+    int base = p->task ? p->task->n_tensors : 0;
+    char b[200];
+
+    for (int i = 0; p->task && !d && i < p->task->n_tensors; i++) {
+        if (!strcmp(p->task->tensors[i].name, m->tensor)) {
+            d = &p->task->tensors[i];
+            m->tensor_index = i;
+        }
+    }
+    for (int i = 0; !d && i < p->t->n_tensors; i++) {
+        if (!strcmp(p->t->tensors[i].name, m->tensor)) {
+            d = &p->t->tensors[i];
+            m->tensor_index = base + i;
+        }
+    }
+    if (!d)
+        return perr(p, KEVO_ERR_INVALID, r->line, r->col, "tmap '%s': '%s' is not a tensor of "
+                    "the task or a scratch tensor of this file", m->name,
+                    q(b, m->tensor, strlen(m->tensor)));
+    if (!m->shape[0] && d->ndim != m->rank)
+        return perr(p, KEVO_ERR_INVALID, r->line, r->col, "tmap '%s': box has %d entries but "
+                    "'%s' has %d dimensions (give shape=[...] to view it otherwise)", m->name,
+                    m->rank, d->name, d->ndim);
+    return KEVO_OK;
 }
 
 static enum kevo_status resolve_tol(struct parser *p, const struct rec *r)
@@ -270,6 +306,7 @@ enum kevo_status kevo_task_resolve(struct parser *p)
         case R_NUMEL:   break;
         case R_ARG:     st = resolve_arg(p, r); break;
         case R_TOL:     st = resolve_tol(p, r); break;
+        case R_TMAP:    st = resolve_tmap(p, r); break;
         case R_WL_NAME:
         case R_WL_ALL:  st = resolve_workload(p, r); break;
         default:        st = check_names(p, r, rec_text(p->t, r)); break;
@@ -423,6 +460,11 @@ static void rec_what(const struct kevo_task *t, const struct rec *r, char *out, 
     case R_BLOCK:   snprintf(out, n, "the block of '%.40s'", kn); break;
     case R_SMEM:    snprintf(out, n, "smem of '%.40s'", kn); break;
     case R_ARG:     snprintf(out, n, "argument %d of '%.40s'", r->sub + 1, kn); break;
+    case R_TMAP_BOX:
+    case R_TMAP_SHAPE:
+        snprintf(out, n, "%s entry %d of tensor map '%.40s'", r->kind == R_TMAP_BOX ? "box"
+                 : "shape", r->sub + 1, t->tmaps[r->idx].name);
+        break;
     default:        snprintf(out, n, "'%.40s'", tn ? tn : "?"); break;
     }
 }
@@ -472,6 +514,15 @@ static int value_ok(const struct kevo_task *t, const struct rec *r, int64_t v, i
                  r->kind == R_GRID ? "grid" : r->kind == R_BLOCK ? "block" : "smem",
                  (long long)lo, (unsigned long)UINT32_MAX, (long long)v);
         return 0;
+    case R_TMAP_BOX:
+    case R_TMAP_SHAPE:
+        hi = r->kind == R_TMAP_BOX ? 256 : (int64_t)1 << 32;
+        if (v >= 1 && v <= hi)
+            return 1;
+        snprintf(why, n, "%s entry %d of tensor map '%.40s' is %lld; it must be between 1 and "
+                 "%lld", r->kind == R_TMAP_BOX ? "box" : "shape", r->sub + 1,
+                 t->tmaps[r->idx].name, (long long)v, (long long)hi);
+        return 0;
     default:
         return 1;
     }
@@ -509,7 +560,7 @@ static enum kevo_status eval_rec(struct parser *p, const struct rec *r,
 
     if (r->kind == R_NUMEL)
         return eval_numel(p, r, env, sfx);
-    if (r->kind == R_TOL || r->kind == R_WL_NAME || r->kind == R_WL_ALL ||
+    if (r->kind == R_TOL || r->kind == R_WL_NAME || r->kind == R_WL_ALL || r->kind == R_TMAP ||
         (r->kind == R_ARG && t->launches[r->idx].args[r->sub].kind != KEVO_ARG_EXPR))
         return KEVO_OK;
     st = kevo_expr_eval(rec_text(t, r), env_lookup, (void *)env, &v, &e);

@@ -31,6 +31,7 @@
 #define TASK_MAX_LAUNCHES  256
 #define TASK_MAX_VALUES    1024        /* values of one param */
 #define TASK_MAX_WORDS     256         /* tags, flags */
+#define TASK_MAX_TMAPS     64
 #define TASK_MAX_ENV       64          /* sizes + params: struct kevo_env holds 64 */
 #define TASK_MAX_COMBOS    4096        /* param combinations checked exhaustively */
 #define TASK_EVAL_BUDGET   (1L << 20)  /* expression evaluations spent checking params */
@@ -190,7 +191,7 @@ static inline int directive_at(const char *l, size_t n, size_t *kw)
 /* Deferred checks of pass 2 and evaluations of pass 3, in file order. */
 enum rec_kind {
     R_SHAPE, R_NUMEL, R_RAND_LO, R_RAND_HI, R_BYTES, R_FLOPS, R_GRID, R_BLOCK, R_SMEM,
-    R_ARG, R_TOL, R_WL_NAME, R_WL_ALL,
+    R_ARG, R_TOL, R_WL_NAME, R_WL_ALL, R_TMAP, R_TMAP_BOX, R_TMAP_SHAPE,
 };
 struct rec {
     enum rec_kind kind;

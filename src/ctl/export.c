@@ -189,13 +189,50 @@ static void c_scratch(struct kevo_buf *b, const struct exp *x, const struct kevo
     }
 }
 
+/* Tensor map argument i (src->tmaps[a->index]) as a local CUtensorMap kv_aI, encoded as
+ * kevo's harness encodes it (kv_tmap, launch_c). */
+static void c_tmap_arg(struct kevo_buf *b, const struct exp *x, const struct kevo_task *src,
+                       const struct kevo_arg *a, int i)
+{
+    static const char *const dt[] = {
+        [KEVO_F64] = "FLOAT64", [KEVO_F32] = "FLOAT32", [KEVO_F16] = "FLOAT16",
+        [KEVO_BF16] = "BFLOAT16", [KEVO_I64] = "INT64", [KEVO_I32] = "INT32", [KEVO_I16] = "UINT16",
+    };
+    const struct kevo_tmap *m = &src->tmaps[a->index];
+    struct kevo_arg ta = { .kind = KEVO_ARG_TENSOR, .index = m->tensor_index };
+    const struct kevo_tensor_decl *t = arg_tensor(x, src, &ta);
+
+    if (!t)
+        return;
+    kevo_buf_say(b, "        CUtensorMap kv_a%d;\n        {\n            const cuuint64_t kv_d[] = {", i);
+    for (int d = m->rank - 1; d >= 0; d--) {
+        kevo_buf_say(b, "%s(cuuint64_t)", d < m->rank - 1 ? ", " : " ");
+        c_expr(b, m->shape[0] ? m->shape[d] : t->shape[d]);
+    }
+    kevo_buf_say(b, " };\n            const cuuint32_t kv_x[] = {");
+    for (int d = m->rank - 1; d >= 0; d--) {
+        kevo_buf_say(b, "%s(cuuint32_t)", d < m->rank - 1 ? ", " : " ");
+        c_expr(b, m->box[d]);
+    }
+    kevo_buf_say(b, " };\n            kv_e = kv_tmap(&kv_a%d, CU_TENSOR_MAP_DATA_TYPE_%s, %d, %s, "
+                 "kv_d, %zu, kv_x, %s);\n            if (kv_e != cudaSuccess)\n"
+                 "                goto out;\n        }\n", i,
+                 (size_t)t->dtype < sizeof dt / sizeof *dt && dt[t->dtype] ? dt[t->dtype] : "UINT8",
+                 m->rank, t->name, kevo_dtype_size(t->dtype),
+                 m->swizzle == 128 ? "CU_TENSOR_MAP_SWIZZLE_128B" : m->swizzle == 64
+                 ? "CU_TENSOR_MAP_SWIZZLE_64B" : m->swizzle == 32 ? "CU_TENSOR_MAP_SWIZZLE_32B"
+                 : "CU_TENSOR_MAP_SWIZZLE_NONE");
+}
+
 /* One argument of launch l as a typed local kv_aI. */
 static void c_arg(struct kevo_buf *b, const struct exp *x, const struct kevo_task *src,
                   const struct kevo_launch *l, int i, const char *type)
 {
     const struct kevo_arg *a = &l->args[i];
     int ptr = strchr(type, '*') != NULL;
-    if (a->kind == KEVO_ARG_TENSOR) {
+    if (a->kind == KEVO_ARG_TMAP) {
+        c_tmap_arg(b, x, src, a, i);
+    } else if (a->kind == KEVO_ARG_TENSOR) {
         const struct kevo_tensor_decl *t = arg_tensor(x, src, a);
         /* CUDA: the address is all cudaLaunchKernel reads; C: the declared pointer type */
         if (x->cuda)
@@ -333,6 +370,30 @@ static void launch_h(struct kevo_buf *b, const struct exp *x)
     kevo_buf_say(b, ";\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
+/* The encoder of the candidate's tensor maps, as kevo's harness (core/rules.h): zero bytes
+ * when a pitch is not a multiple of 16 bytes; the driver's entry point through the runtime,
+ * so the test needs no -lcuda. */
+static const char tmap_helper[] =
+    "#include <cuda.h>\n#include <string.h>\n\n"
+    "static cudaError_t kv_tmap(CUtensorMap *m, CUtensorMapDataType t, unsigned rank,\n"
+    "                           const void *p, const cuuint64_t *dims, size_t es,\n"
+    "                           const cuuint32_t *box, CUtensorMapSwizzle sw)\n{\n"
+    "    typedef CUresult (*enc_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,\n"
+    "                               const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,\n"
+    "                               const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,\n"
+    "                               CUtensorMapL2promotion, CUtensorMapFloatOOBfill);\n"
+    "    static enc_fn enc;\n    cuuint64_t st[4], pitch = es;\n"
+    "    const cuuint32_t one[5] = { 1, 1, 1, 1, 1 };\n\n    memset(m, 0, sizeof *m);\n"
+    "    for (unsigned i = 1; i < rank; i++) {\n        st[i - 1] = pitch *= dims[i - 1];\n"
+    "        if (pitch % 16 || pitch >= (1ull << 40))\n            return cudaSuccess;\n    }\n"
+    "    if (!enc) {\n        void *f = NULL;\n        enum cudaDriverEntryPointQueryResult q;\n"
+    "        if (cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &f, 12000,\n"
+    "                                             cudaEnableDefault, &q) != cudaSuccess || !f)\n"
+    "            return cudaErrorNotSupported;\n        memcpy(&enc, &f, sizeof enc);\n    }\n"
+    "    return enc(m, t, rank, (void *)p, dims, st, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,\n"
+    "               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)\n"
+    "               == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;\n}\n\n";
+
 static int launch_c(struct kevo_buf *b, struct exp *x)
 {
     char fn[200], pre[200];
@@ -344,6 +405,8 @@ static int launch_c(struct kevo_buf *b, struct exp *x)
           "    return q + (a %% b != 0 && (a > 0) == (b > 0));\n}\n"
           "static inline int64_t kv_min(int64_t a, int64_t b) { return a < b ? a : b; }\n"
           "static inline int64_t kv_max(int64_t a, int64_t b) { return a > b ? a : b; }\n\n");
+    if (x->cand->n_tmaps)
+        kevo_buf_say(b, "%s", tmap_helper);
     if (c_decls(b, x, x->cand, "") || c_decls(b, x, x->task, pre))
         return -1;
     kevo_buf_say(b, "\n");

@@ -15,6 +15,7 @@
 #include "base/buf.h"
 #include "kevo.h"
 #include "core/task.h"
+#include "core/rules.h"
 #include "core/verify.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -67,8 +68,9 @@ struct kevo_func_info {
     int max_threads_per_block;
 };
 
-/* One argument value of a resolved launch. */
-enum kevo_val_kind { KEVO_VAL_PTR = 0, KEVO_VAL_INT, KEVO_VAL_FLOAT };
+/* One argument value of a resolved launch. TMAP (CUDA): a tensor map of the buffer at
+ * ptr, described by the call's tm[i]; the backend encodes it (128 bytes) at launch. */
+enum kevo_val_kind { KEVO_VAL_PTR = 0, KEVO_VAL_INT, KEVO_VAL_FLOAT, KEVO_VAL_TMAP };
 struct kevo_val {
     enum kevo_val_kind kind;
     enum kevo_dtype dtype;    /* FLOAT: KEVO_F32/F64/...; INT: the scalar's dtype or I64 */
@@ -76,6 +78,8 @@ struct kevo_val {
     int64_t i;
     double f;
 };
+
+#define KEVO_CALL_MAX_TMAPS 8     /* tensor-map arguments of one launch */
 
 /*
  * A call whose entry is KEVO_ENTRY_FILL is not a kernel: it fills args[1].i bytes at
@@ -102,6 +106,8 @@ struct kevo_call {
     uint32_t smem;
     int n_args;
     struct kevo_val args[KEVO_MAX_ARGS];
+    int n_tm;
+    struct kevo_tmap_spec tm[KEVO_CALL_MAX_TMAPS];   /* what TMAP arguments describe */
 };
 
 /* A KEVO_ENTRY_FILL call. */

@@ -10,6 +10,8 @@
 #include "base/buf.h"
 #include "kevo.h"
 
+#define KEVO_TMAP_BYTES 128   /* a CUtensorMap */
+
 /*
  * Marshal one launch argument into out[8] (8-byte aligned) at the width of the kernel's
  * parameter, param_size bytes, as cuFuncGetParamInfo reports it:
@@ -19,10 +21,13 @@
  *         maximum are refused rather than guessed);
  *   FLOAT goes into 4 (float), 8 (double) or 2 bytes (bf16 when v->dtype is KEVO_BF16,
  *         else IEEE half), rounded to nearest even; a finite value that overflows the
- *         narrower type is refused.
+ *         narrower type is refused;
+ *   TMAP  needs a KEVO_TMAP_BYTES parameter; nothing is written (its bytes come from the
+ *         driver's encoder at launch).
  * KEVO_ERR_LAUNCH with a message in *err (may be NULL) naming the kernel, the argument
  * index and the numbers. Pure; thread-safe.
  */
+
 KEVO_NODISCARD enum kevo_status
 kevo_backend_cuda_marshal_arg(const struct kevo_val *v, int param_size, const char *kernel,
                               int index, void *out, struct kevo_buf *err);

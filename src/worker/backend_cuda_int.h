@@ -95,6 +95,7 @@ struct prepared {
     uint32_t grid[3], block[3], smem;
     uint64_t argv[KEVO_MAX_ARGS];
     void *argp[KEVO_MAX_ARGS];
+    uint64_t tmap[KEVO_CALL_MAX_TMAPS][16];   /* encoded tensor maps (CUtensorMap bytes) */
     CUfunction discard;               /* an evict: then kevo_harness_discard (grid x V_THREADS) */
     uint32_t discard_grid;            /*   over argv2 = (buffer, 128-byte lines) */
     uint64_t argv2[2];

@@ -151,6 +151,13 @@ enum kevo_status kevo_backend_cuda_marshal_arg(const struct kevo_val *v, int par
         return marshal_int(v, param_size, kernel, index, out, err);
     case KEVO_VAL_FLOAT:
         return marshal_float(v, param_size, kernel, index, out, err);
+    case KEVO_VAL_TMAP:   /* the bytes come from the encoder (kevo_cuda_prepare_one) */
+        if (param_size == KEVO_TMAP_BYTES)
+            return KEVO_OK;
+        kevo_buf_say(err, "kernel '%s': argument %d is a tensor map (%d bytes, "
+                     "const __grid_constant__ CUtensorMap) but the parameter is %d bytes",
+                     kernel, index, KEVO_TMAP_BYTES, param_size);
+        return KEVO_ERR_LAUNCH;
     }
     kevo_buf_say(err, "kernel '%s': argument %d has an unknown kind %d", kernel, index, (int)v->kind);
     return KEVO_ERR_LAUNCH;
@@ -252,6 +259,55 @@ static enum kevo_status prepare_evict(struct cuda_ctx *c, uint64_t buf, uint64_t
     return KEVO_OK;
 }
 
+static CUtensorMapDataType tmap_dtype(enum kevo_dtype t)
+{
+    switch (t) {
+    case KEVO_F64:  return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    case KEVO_F32:  return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case KEVO_F16:  return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case KEVO_BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case KEVO_I64:  return CU_TENSOR_MAP_DATA_TYPE_INT64;
+    case KEVO_I32:  return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case KEVO_I16:  return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    default:        return CU_TENSOR_MAP_DATA_TYPE_UINT8;   /* 1-byte types: the bytes */
+    }
+}
+
+/* The 128 bytes of tensor map v (the call's tm[v->i]) into out: zeros for rank 0 (a tensor
+ * the TMA unit cannot describe), else the driver's encoding; its refusal is the launch's. */
+static enum kevo_status encode_tmap(struct cuda_ctx *c, const struct kevo_call *call,
+                                    const struct kevo_val *v, const char *kernel, int a,
+                                    uint64_t out[16], struct kevo_buf *err)
+{
+    const struct kevo_tmap_spec *t = v->i >= 0 && v->i < call->n_tm ? &call->tm[v->i] : NULL;
+    static const CUtensorMapSwizzle sw[] = { CU_TENSOR_MAP_SWIZZLE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_32B, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B };
+    cuuint32_t one[KEVO_TMAP_MAX_RANK] = { 1, 1, 1, 1, 1 };
+    CUtensorMap m;
+    CUresult r;
+
+    memset(out, 0, KEVO_TMAP_BYTES);
+    if (!t) {
+        kevo_buf_say(err, "kernel '%s': argument %d names no tensor map", kernel, a);
+        return KEVO_ERR_LAUNCH;
+    }
+    if (t->rank == 0)
+        return KEVO_OK;
+    r = c->d->cuTensorMapEncodeTiled(&m, tmap_dtype(t->dtype), (cuuint32_t)t->rank,
+                                     (void *)(uintptr_t)v->ptr, t->dims, t->strides, t->box,
+                                     one, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                     sw[t->swizzle == 128 ? 3 : t->swizzle / 32],
+                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        kevo_buf_say(err, "kernel '%s': argument %d: the driver refused the tensor map "
+                     "(cuTensorMapEncodeTiled: error %d)", kernel, a, (int)r);
+        return KEVO_ERR_LAUNCH;
+    }
+    memcpy(out, &m, KEVO_TMAP_BYTES);
+    return KEVO_OK;
+}
+
 /* Check and marshal call i of m into p (which must not move afterwards: argp points
  * into it). */
 enum kevo_status kevo_cuda_prepare_one(struct cuda_ctx *c, struct kevo_module *m,
@@ -295,11 +351,13 @@ enum kevo_status kevo_cuda_prepare_one(struct cuda_ctx *c, struct kevo_module *m
         return KEVO_ERR_LAUNCH;
     }
     for (int a = 0; a < call->n_args; a++) {
-        st = kevo_backend_cuda_marshal_arg(&call->args[a], e->fi.param_size[a], e->name, a,
-                                           &p->argv[a], err);
+        const struct kevo_val *v = &call->args[a];
+        st = kevo_backend_cuda_marshal_arg(v, e->fi.param_size[a], e->name, a, &p->argv[a], err);
+        if (!st && v->kind == KEVO_VAL_TMAP)
+            st = encode_tmap(c, call, v, e->name, a, p->tmap[v->i], err);
         if (st)
             return st;
-        p->argp[a] = &p->argv[a];
+        p->argp[a] = v->kind == KEVO_VAL_TMAP ? (void *)p->tmap[v->i] : (void *)&p->argv[a];
     }
     st = kevo_cuda_raise_smem(c, e, call->smem, err);
     if (st)

@@ -35,7 +35,8 @@
     X(cuLaunchKernel) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                \
     X(cuEventElapsedTime)                                                                \
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)            \
-    X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)
+    X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)        \
+    X(cuTensorMapEncodeTiled)
 
 #define KEVO_CUDRV_MEMBER(name) __typeof__(name) *name;
 struct kevo_cudrv {

@@ -172,6 +172,33 @@ static enum kevo_status eval_dim(const struct kevo_env *env, const char *text, i
     return KEVO_OK;
 }
 
+/* A tensor map: its tensor's data address on side s, its description in the call's table. */
+static enum kevo_status resolve_tmap(const struct kevo_ev *e, const struct kevo_wl *x,
+                                     const struct kevo_side *s, const struct kevo_task *src,
+                                     const struct kevo_env *env, const struct kevo_arg *a,
+                                     struct kevo_call *c, char *why, size_t whylen)
+{
+    const struct kevo_tmap *m = &src->tmaps[a->index];
+    struct kevo_val *v = &c->args[c->n_args];
+
+    if (c->n_tm >= KEVO_CALL_MAX_TMAPS) {
+        snprintf(why, whylen, "more than %d tensor maps in one launch", KEVO_CALL_MAX_TMAPS);
+        return KEVO_ERR_INVALID;
+    }
+    if (m->tensor_index < 0 || m->tensor_index >= x->n_t || !s->buf[m->tensor_index].base) {
+        snprintf(why, whylen, "tensor map %s: %s is not a tensor of this plan", a->text,
+                 m->tensor);
+        return KEVO_ERR_INVALID;
+    }
+    if (kevo_rules_tmap(e->task, src, a->index, env, &c->tm[c->n_tm], why, whylen))
+        return KEVO_ERR_INVALID;
+    v->kind = KEVO_VAL_TMAP;
+    v->ptr = s->buf[m->tensor_index].data;
+    v->dtype = c->tm[c->n_tm].dtype;
+    v->i = c->n_tm++;
+    return KEVO_OK;
+}
+
 /* One launch argument: a tensor becomes its buffer's data address on side s, a scalar its
  * value with its dtype, an expression a 64-bit integer. */
 static enum kevo_status resolve_arg(const struct kevo_ev *e, const struct kevo_wl *x,
@@ -237,9 +264,14 @@ static enum kevo_status resolve_call(const struct kevo_ev *e, const struct kevo_
     }
     if (!st)
         st = eval_dim(env, l->smem, 0, &c->smem, "smem", why, whylen);
-    c->n_args = l->n_args;
-    for (int i = 0; i < l->n_args && !st; i++)
-        st = resolve_arg(e, x, s, env, &l->args[i], &c->args[i], why, whylen);
+    for (c->n_args = 0; c->n_args < l->n_args && !st; c->n_args++) {
+        const struct kevo_arg *a = &l->args[c->n_args];
+        memset(&c->args[c->n_args], 0, sizeof c->args[c->n_args]);
+        if (a->kind == KEVO_ARG_TMAP)   /* a tensor map: the candidate's own directive */
+            st = resolve_tmap(e, x, s, p->src, env, a, c, why, whylen);
+        else
+            st = resolve_arg(e, x, s, env, a, &c->args[c->n_args], why, whylen);
+    }
     return st;
 }
 
