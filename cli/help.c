@@ -44,8 +44,9 @@ static const struct help helps[] = {
       "\n"
       "  --json               print the document of docs/eval-json.md\n"
       "  --dump DIR           write the reference's trial-0 inputs and outputs to DIR\n"
-      "  --profile            hardware counters of each ok candidate with Nsight Compute\n"
-      "                       (ncu; KEVO_NCU names it): a diagnosis and counters per kernel\n"
+      "  --profile            hardware counters of each ok candidate, counted in the worker\n"
+      "                       with CUPTI (Nsight Compute's ncu, KEVO_NCU, where CUPTI\n"
+      "                       cannot): a diagnosis and counters per kernel\n"
       EVAL_OPTIONS
       "\n"
       "exit status: 0 every candidate has a verdict (whatever it is), 1 kevo failed, 2 bad "

@@ -4,7 +4,8 @@
 # exploit corpus through `kevo eval` (a correct kernel, each cheat, an infinite loop, an
 # illegal address, a trap, too much shared memory, ...), each of which must get its
 # expected verdict, and a correct candidate evaluated after a hang and a crash; then a
-# timed and profiled eval: CUPTI's clock and the worker's own counters where CUPTI is.
+# timed and profiled eval: CUPTI's clock and the worker's own counters where CUPTI is;
+# then the TMA path: harness-encoded tensor maps, and zero maps where a pitch forbids them.
 set -uo pipefail
 kevo=${1:-build/kevo}
 build=$(dirname "$kevo")
@@ -31,6 +32,16 @@ ok = c["verdict"] == "ok" and clocks <= {"cupti", "events"}
 if clocks == {"cupti"}:   # CUPTI is there: the worker counts too
     ok = ok and p.get("tool") == "cupti" and len(p.get("kernels", [])) == 1
 sys.exit(0 if ok else 1)
+PY
+echo "== TMA tensor maps: the bf16 GEMM exemplar (real maps) and its holdout (zero maps)"
+"$kevo" eval --json --holdout "$root/tasks/level1/matmul_bf16.cu" \
+    "$root/examples/seeds/matmul_bf16.cu" > /tmp/kevo-gpu-test-tma.json || fail=1
+python3 - /tmp/kevo-gpu-test-tma.json <<'PY' || fail=1
+import json, sys
+c = json.load(open(sys.argv[1]))["candidates"][0]
+h = c.get("holdout") or {}
+print("verdict", c["verdict"], (c.get("message") or "")[:200], "holdout", h.get("verdict"))
+sys.exit(0 if c["verdict"] == "ok" and h.get("verdict") == "ok" else 1)
 PY
 [ $fail = 0 ] && echo "gpu-test: all passed" || echo "gpu-test: FAILED"
 exit $fail

@@ -13,8 +13,8 @@ VAR=${3:-}
 K=$B/kevo
 export LD_LIBRARY_PATH=$PWD/$B/devlib:${LD_LIBRARY_PATH:-}
 export KEVO_CACHE_DIR=/tmp/kevo-exemplars-cache
-SEEDS="softmax_rows rmsnorm_f32 layernorm_bf16 cross_entropy_f32 transpose_f32
-       add_layernorm_gelu_f32 swiglu_bf16 matmul_f32 matmul_bf16 causal_attention_bf16"
+SEEDS=${SEEDS:-"softmax_rows rmsnorm_f32 layernorm_bf16 cross_entropy_f32 transpose_f32
+       add_layernorm_gelu_f32 swiglu_bf16 matmul_f32 matmul_bf16 causal_attention_bf16"}
 mkdir -p "$OUT/evals"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 $K calibrate > "$OUT/calibrate.txt" 2>&1 || cat "$OUT/calibrate.txt"

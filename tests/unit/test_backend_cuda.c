@@ -173,6 +173,11 @@ static void test_marshal_pointers_and_floats(void **state)
     assert_int_equal(out, 0x3f80);
     assert_int_equal(marshal(flt_val(65520.0, KEVO_F16), 2, &out, &err), KEVO_ERR_LAUNCH);
     assert_int_equal(marshal(flt_val(1.0, KEVO_F32), 1, &out, &err), KEVO_ERR_LAUNCH);
+    /* a tensor map: a 128-byte parameter, its bytes left to the encoder */
+    struct kevo_val tm = {.kind = KEVO_VAL_TMAP, .ptr = 0x7f0000001000ull};
+    assert_int_equal(marshal(tm, 128, &out, &err), KEVO_OK);
+    assert_int_equal(marshal(tm, 8, &out, &err), KEVO_ERR_LAUNCH);
+    assert_non_null(strstr(kevo_buf_str(&err), "tensor map (128 bytes"));
     kevo_buf_free(&err);
 }
 

@@ -201,6 +201,140 @@ static void test_cuda(void **state)
                "block.x = 1025 is outside 1..1024");
 }
 
+#define TMA_TASK "// kevo task g\n"                                         \
+                 "// kevo size M=256 N=512 K=1024\n"                          \
+                 "// kevo holdout M=100 N=77 K=1037\n"                        \
+                 "// kevo input a bf16[M,K] uniform(-1,1)\n"                  \
+                 "// kevo input b bf16[K,N] uniform(-1,1)\n"                  \
+                 "// kevo output c bf16[M,N]\n"                               \
+                 "// kevo bytes 2*M*K\n"                                      \
+                 "// kevo launch ref grid=4 block=256 (a, b, c, M, N, K)\n"   \
+                 "extern \"C\" __global__ void ref(const void *a, const void *b, void *c, " \
+                 "int m, int n, int k) {}\n"
+#define TMA_KERNEL "struct __align__(64) tm_t { unsigned long long v[16]; };\n"             \
+                   "extern \"C\" __global__ void g(void *c, const __grid_constant__ tm_t ta, " \
+                   "int m) {}\n"
+
+/* `// kevo tmap`: the rules of the TMA unit checked with file and line, the map's own
+ * parameter type, and the description the harness encodes (innermost first, byte pitches). */
+static void test_tmap(void **state)
+{
+    (void)state;
+    expect_ok("t.cu", TMA_TASK, "// kevo tmap ta a box=[128, 64] swizzle=128\n"
+              "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL);
+    expect_ok("t.cu", TMA_TASK, "// kevo param BM 64 128\n"
+              "// kevo tmap ta a box=[BM, 8] shape=[M*K/8, 8]\n"
+              "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL);
+    expect_bad("t.cu", TMA_TASK, "// kevo tmap ta b box=[64, 128] swizzle=128\n"
+               "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL,
+               "cand.cu:2: error: launch of 'g': tensor map 'ta' (line 1): the box's inner row "
+               "is 256 bytes, more than its 128-byte swizzle");
+    expect_bad("t.cu", TMA_TASK, "// kevo tmap ta a box=[16, 4]\n"
+               "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL,
+               "inner row is 8 bytes; the TMA unit moves multiples of 16");
+    expect_bad("t.cu", TMA_TASK, "// kevo tmap ta a box=[16, 8] shape=[M, K/2]\n"
+               "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL,
+               "shape has 131072 elements, 'a' 262144");
+    /* the map goes to its own 128-byte struct, not to a pointer */
+    expect_bad("t.cu", TMA_TASK, "// kevo tmap ta a box=[128, 64]\n"
+               "// kevo launch g grid=1 block=128 (c, ta, M)\n"
+               "extern \"C\" __global__ void g(void *c, const void *ta, int m) {}\n",
+               "argument 2 (tensor map ta) goes to parameter 2 of 'g'");
+}
+
+/* Wrong tmap lines are refused by the parser, with their line. */
+static void test_tmap_parse(void **state)
+{
+    static const struct {
+        const char *cand, *want;
+    } bad[] = {
+        { "// kevo tmap ta x box=[8, 8]\n", "'x' is not a tensor of the task" },
+        { "// kevo tmap ta a box=[8]\n", "box has 1 entries but 'a' has 2 dimensions" },
+        { "// kevo tmap ta a box=[8, 8] swizzle=16\n", "expected swizzle=none, 32, 64 or 128" },
+        { "// kevo tmap ta a box=[8, 8] shape=[M*K]\n", "shape has 1 entries, box 2" },
+        { "// kevo tmap ta a\n", "expected 'tmap NAME TENSOR box=" },
+        { "// kevo tmap ta a swizzle=128\n", "tmap needs box=" },
+        { "// kevo tmap ta a box=[8, 8] box=[8, 8]\n", "'box=' given twice" },
+        { "// kevo tmap ta a box=[1,2,3,4,5,6]\n", "a tensor map has 1 to 5 dimensions" },
+        { "// kevo tmap M a box=[8, 8]\n", "clashes with the task's size 'M'" },
+        { "// kevo tmap ta a box=[Q, 8]\n", "Q" },
+        { "// kevo tmap ta a box=[2*M, 64]\n", "box entry 1 of tensor map 'ta' is 512; it "
+          "must be between 1 and 256" },
+    };
+    struct kevo_task *t = NULL, *c = NULL;
+    char *msg = NULL, buf[512];
+
+    (void)state;
+    assert_int_equal(kevo_task_parse("t.cu", TMA_TASK, strlen(TMA_TASK), &t, &msg), KEVO_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(buf, sizeof buf, "%s// kevo launch g grid=1 block=128 (c, ta, M)\n%s",
+                 bad[i].cand, TMA_KERNEL);
+        assert_int_not_equal(kevo_candidate_parse(t, "c.cu", buf, strlen(buf), &c, &msg),
+                             KEVO_OK);
+        if (!msg || !strstr(msg, bad[i].want) || !strstr(msg, "c.cu:1:"))
+            fail_msg("case %zu: got '%s', want '%s'", i, msg ? msg : "(none)", bad[i].want);
+        kevo_free(msg);
+        msg = NULL;
+    }
+    /* a task may not declare one, nor may a C candidate */
+    static const char task2[] = "// kevo task u\n// kevo size N=8\n"
+                                "// kevo input x f32[N] normal(0,1)\n// kevo output z f32[N]\n"
+                                "// kevo bytes 8*N\n// kevo tmap tx x box=[8]\n"
+                                "// kevo launch r grid=1 block=1 (x, z)\n";
+    assert_int_not_equal(kevo_task_parse("u.cu", task2, strlen(task2), &c, &msg), KEVO_OK);
+    assert_non_null(strstr(msg, "only allowed in a candidate"));
+    kevo_free(msg);
+    kevo_task_free(t);
+    assert_int_equal(kevo_task_parse("t.c", CPU_TASK, strlen(CPU_TASK), &t, &msg), KEVO_OK);
+    snprintf(buf, sizeof buf, "// kevo tmap tx x box=[8]\n// kevo call f(x, z, N)\n"
+             "void f(const float *x, float *z, int n) {}\n");
+    assert_int_not_equal(kevo_candidate_parse(t, "c.c", buf, strlen(buf), &c, &msg), KEVO_OK);
+    assert_non_null(strstr(msg, "'tmap' is for CUDA"));
+    kevo_free(msg);
+    kevo_task_free(t);
+}
+
+/* The description kevo_rules_tmap gives the encoder: innermost first, pitches in bytes;
+ * a pitch the TMA unit cannot take (the holdout's K = 1037 bf16) is a zero map, no error. */
+static void test_tmap_spec(void **state)
+{
+    static const char cand[] = "// kevo tmap ta a box=[128, 64] swizzle=128\n"
+                               "// kevo tmap tv c box=[2, 4, 8] shape=[M, N/8, 8]\n"
+                               "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL;
+    struct kevo_task *t = NULL, *c = NULL;
+    struct kevo_tmap_spec sp;
+    struct kevo_env env;
+    char *msg = NULL, why[512];
+
+    (void)state;
+    assert_int_equal(kevo_task_parse("t.cu", TMA_TASK, strlen(TMA_TASK), &t, &msg), KEVO_OK);
+    assert_int_equal(kevo_candidate_parse(t, "c.cu", cand, strlen(cand), &c, &msg), KEVO_OK);
+    assert_int_equal(c->n_tmaps, 2);
+    assert_int_equal(c->launches[0].args[1].kind, KEVO_ARG_TMAP);
+    assert_int_equal(kevo_task_env(t, 0, c, NULL, &env, &msg), KEVO_OK);
+    assert_int_equal(kevo_rules_tmap(t, c, 0, &env, &sp, why, sizeof why), 0);
+    assert_int_equal(sp.rank, 2);
+    assert_int_equal(sp.dtype, KEVO_BF16);
+    assert_int_equal(sp.swizzle, 128);
+    assert_int_equal(sp.dims[0], 1024);   /* K */
+    assert_int_equal(sp.dims[1], 256);    /* M */
+    assert_int_equal(sp.strides[0], 2048);
+    assert_int_equal(sp.box[0], 64);
+    assert_int_equal(sp.box[1], 128);
+    assert_int_equal(kevo_rules_tmap(t, c, 1, &env, &sp, why, sizeof why), 0);
+    assert_int_equal(sp.rank, 3);
+    assert_int_equal(sp.dims[0], 8);
+    assert_int_equal(sp.dims[1], 64);
+    assert_int_equal(sp.dims[2], 256);
+    assert_int_equal(sp.strides[0], 16);
+    assert_int_equal(sp.strides[1], 1024);
+    assert_int_equal(kevo_task_env(t, 1, c, NULL, &env, &msg), KEVO_OK);   /* the holdout */
+    assert_int_equal(kevo_rules_tmap(t, c, 0, &env, &sp, why, sizeof why), 0);
+    assert_int_equal(sp.rank, 0);
+    kevo_task_free(c);
+    kevo_task_free(t);
+}
+
 /* A scratch above the 1 TiB kevo allocates for one tensor, with its line. */
 static void test_tensor_cap(void **state)
 {
@@ -275,6 +409,9 @@ int main(void)
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_cuda),
         cmocka_unit_test(test_tensor_cap),
+        cmocka_unit_test(test_tmap),
+        cmocka_unit_test(test_tmap_parse),
+        cmocka_unit_test(test_tmap_spec),
         cmocka_unit_test(test_launch_one_env),
         cmocka_unit_test(test_alloc_failures),
     };

@@ -1,0 +1,390 @@
+// kevo doc    bf16 GEMM on Hopper tensor cores: a persistent, warp-specialized kernel. One
+// kevo doc    producer warpgroup streams 128x64 tiles of A and 64x256 tiles of B into ST
+// kevo doc    shared-memory stages (cp.async, 128-byte swizzle) signalled by mbarriers; two
+// kevo doc    consumer warpgroups each run wgmma m64n256k16 on 64 rows with float accumulators
+// kevo doc    in registers. Few tiles (M = 16): split K, then a second launch sums the parts.
+// kevo param  ST 4 3
+// kevo param  LAG 1 0 2
+// kevo scratch ws f32[min(8*M*N, 4325376)]
+// kevo launch gemm_bf16_ws grid=min(cdiv(M,128)*cdiv(N,256)*max(1, min(8, 132/(cdiv(M,128)*cdiv(N,256)))), 132) block=384 smem=ST*49152+1280 (a, b, c, ws, M, N, K)
+// kevo launch gemm_splitk_sum grid=cdiv(min(M*N, 131072), 1024) block=256 (ws, c, M, N, K)
+/*
+ * An exemplar for tasks/level1/matmul_bf16.cu (docs/playbook/wgmma-and-tma.md): C = A B,
+ * A [M,K] and B [K,N] row-major bf16, float accumulation, C rounded once to bf16.
+ *
+ * Block = 3 warpgroups (384 threads), one block per SM (grid <= 132, the H100's SMs), each
+ * looping over work units (persistent): unit = (128 x 256 tile of C, slice of K), tiles in
+ * groups of 8 along M so that concurrent blocks share A rows and B columns in L2.
+ *
+ * Producer (warpgroup 0): for each 64-wide k block, waits until stage `slot` is empty
+ * (mbarrier empty[slot]), copies A's 128 x 64 tile (K-major: row r's 16-byte chunk c at
+ * chunk c ^ (r & 7) of a 128-byte row) and B's 64 x 256 tile (N-major, as B is stored:
+ * four 64-column blocks of 8 KB, k row r's chunk c at c ^ (r & 7)) with 16-byte cp.async,
+ * zero-filled past the edges. Once the copies of stage g - LAG have landed
+ * (cp.async.wait_group LAG) it makes them visible to the tensor cores' async proxy
+ * (fence.proxy.async) and arrives on full[slot]; LAG 0 lets the barrier track the copies
+ * instead (cp.async.mbarrier.arrive.noinc, the consumers then fence). Measured on an H100
+ * (8192 x 4096 x 4096): LAG 1 706 us, LAG 2 728 us, LAG 0 744 us. Shapes whose rows are
+ * not 16-byte aligned (K or N not a multiple of 8: the holdout) fill the stages with
+ * scalar loads and plain stores instead, fenced before the arrival.
+ *
+ * Consumers (warpgroups 1 and 2, rows 0-63 and 64-127 of the tile): wait on full[slot]
+ * (with LAG 0, fence the async proxy), issue four wgmma.m64n256k16 (A descriptor:
+ * K-major, 128-byte swizzle, SBO 1024; B descriptor: N-major (imm-trans-b 1), 128-byte
+ * swizzle, LBO 8192 between 64-column
+ * blocks, SBO 1024 between 8-row k groups), commit, and wait until only this stage's
+ * group is in flight, which frees the previous stage (arrive on empty). The 128 float
+ * accumulators of a thread hold, for each 8-column block i, rows 16w + lane/4 (+8) and
+ * columns 8i + 2 (lane % 4) (+1), w the warp in the warpgroup: stored from registers as
+ * bf16 pairs. With a split K, the parts go to the float scratch `ws` and gemm_splitk_sum
+ * adds them in a fixed order (deterministic); otherwise that launch returns at once.
+ */
+#include <cuda_bf16.h>
+
+#ifndef ST
+#define ST 4
+#endif
+#ifndef LAG
+#define LAG 1   /* 1, 2: the producer signals stage g - LAG; 0: the barrier tracks cp.async */
+#endif
+#define BM 128
+#define BN 256
+#define BK 64
+#define A_BYTES (BM * BK * 2)              /* 16 KB */
+#define B_BYTES (BK * BN * 2)              /* 32 KB */
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define SMS 132                            /* H100 SXM and H200: 132 SMs */
+#define MAX_SPLIT 8
+#define GROUP_M 8
+
+/* ---- PTX wrappers: shared addresses are 32-bit offsets in the shared window ---- */
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void fence_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* The barrier's arrival of this thread happens when all its earlier cp.async have landed. */
+__device__ __forceinline__ void cp_async_arrive(unsigned bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void st_shared16(unsigned dst, uint4 v)
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w) : "memory");
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar)
+                 : "memory");
+}
+
+/* Spin until the phase of parity `parity` of the barrier has completed. */
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+/* Shared-memory matrix descriptor, 128-byte swizzle (start, LBO, SBO in bytes). */
+__device__ __forceinline__ unsigned long long sdesc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+/* One wgmma.m64n256k16: d (128 floats) += or = A (64 x 16, smem) * B (16 x 256, smem). */
+__device__ __forceinline__ void wgmma_n256(float *d, unsigned long long da, unsigned long long db, int acc)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+          "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+          "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+          "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+          "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+          "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+          "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
+          "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),
+          "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
+          "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),
+          "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+          "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),
+          "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),
+          "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),
+          "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]),
+          "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),
+          "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
+          "+f"(d[127])
+        : "l"(da), "l"(db), "r"(acc));
+}
+
+/* ---- work units ---- */
+
+struct plan {
+    int tm, tn, tiles, nkb, split, kper, units;
+};
+
+/* The same in both launches: the split of K fills the SMs when tiles are few. */
+__device__ __forceinline__ plan make_plan(int M, int N, int K)
+{
+    plan p;
+    p.tm = (M + BM - 1) / BM;
+    p.tn = (N + BN - 1) / BN;
+    p.tiles = p.tm * p.tn;
+    p.nkb = (K + BK - 1) / BK;
+    int s = SMS / p.tiles;
+    s = s < 1 ? 1 : s > MAX_SPLIT ? MAX_SPLIT : s;
+    s = s > p.nkb ? p.nkb : s;
+    p.kper = (p.nkb + s - 1) / s;
+    p.split = (p.nkb + p.kper - 1) / p.kper;   /* every slice non-empty */
+    p.units = p.tiles * p.split;
+    return p;
+}
+
+/* Unit u: its tile (mt, nt), grouped GROUP_M tiles down M for L2 reuse, and k blocks. */
+__device__ __forceinline__ void unit_of(const plan &p, int u, int &mt, int &nt, int &kb0, int &kb1)
+{
+    int tile = u / p.split, ks = u % p.split;
+    int per = GROUP_M * p.tn, first = tile / per * GROUP_M;
+    int gs = p.tm - first < GROUP_M ? p.tm - first : GROUP_M, r = tile % per;
+    mt = first + r % gs;
+    nt = r / gs;
+    kb0 = ks * p.kper;
+    kb1 = kb0 + p.kper < p.nkb ? kb0 + p.kper : p.nkb;
+}
+
+/* ---- producer ---- */
+
+/* 8 bf16 from p[0..n) (n <= 8 valid, the rest 0), as one 16-byte chunk. */
+__device__ __forceinline__ uint4 gather8(const unsigned short *p, int n, long long step)
+{
+    unsigned w[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        unsigned lo = 2 * e < n ? p[2 * e * step] : 0, hi = 2 * e + 1 < n ? p[(2 * e + 1) * step] : 0;
+        w[e] = lo | hi << 16;
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Stage (sa, sb) <- A[mt*BM.., kb*BK..] and B[kb*BK.., nt*BN..]. */
+__device__ __forceinline__ void load_stage(const __nv_bfloat16 *a, const __nv_bfloat16 *b, int M,
+                                           int N, int K, int mt, int nt, int kb, unsigned sa,
+                                           unsigned sb, bool vec)
+{
+    const int t = threadIdx.x;   /* 0..127 */
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int q = t + 128 * i, row = q >> 3, c = q & 7;
+        int gm = mt * BM + row, gk = kb * BK + c * 8;
+        unsigned dst = sa + row * 128 + ((c ^ (row & 7)) << 4);
+        const __nv_bfloat16 *src = a + (long long)gm * K + gk;
+        if (vec)
+            cp_async16(dst, gm < M && gk < K ? src : a, gm < M && gk < K ? 16 : 0);
+        else
+            st_shared16(dst, gather8((const unsigned short *)src, gm < M ? K - gk : 0, 1));
+    }
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        int q = t + 128 * i, kr = q >> 5, cc = q & 31, c = cc & 7;
+        int gk = kb * BK + kr, gn = nt * BN + cc * 8;
+        unsigned dst = sb + (cc >> 3) * 8192 + kr * 128 + ((c ^ (kr & 7)) << 4);
+        const __nv_bfloat16 *src = b + (long long)gk * N + gn;
+        if (vec)
+            cp_async16(dst, gk < K && gn < N ? src : b, gk < K && gn < N ? 16 : 0);
+        else
+            st_shared16(dst, gather8((const unsigned short *)src, gk < K ? N - gn : 0, 1));
+    }
+}
+
+/*
+ * LAG 0: each thread's arrival on full[slot] is made by the hardware when its copies have
+ * landed (cp.async.mbarrier.arrive.noinc), so every free stage can be in flight; the
+ * consumers then fence the async proxy themselves. LAG 1 or 2: after issuing stage g the
+ * producer waits for its copies of stage g - LAG (cp.async.wait_group LAG), fences and
+ * arrives: simpler to reason about, fewer stages in flight (LAG <= ST - 2, or the
+ * consumers, which free a stage only once the next one is full, would wait forever).
+ */
+__device__ void producer(const __nv_bfloat16 *a, const __nv_bfloat16 *b, int M, int N, int K,
+                         const plan &p, unsigned base, unsigned full, unsigned empty)
+{
+    const bool vec = (K & 7) == 0 && (N & 7) == 0;
+    int g = 0;   /* stages issued so far, over all units */
+    for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+        int mt, nt, kb0, kb1;
+        unit_of(p, u, mt, nt, kb0, kb1);
+        for (int kb = kb0; kb < kb1; kb++, g++) {
+            unsigned slot = g % ST, sa = base + slot * STAGE_BYTES;
+            mbar_wait(empty + 8 * slot, ((g / ST) & 1) ^ 1);
+            load_stage(a, b, M, N, K, mt, nt, kb, sa, sa + A_BYTES, vec);
+            if (LAG == 0) {
+                if (vec) {
+                    cp_async_arrive(full + 8 * slot);
+                } else {   /* plain stores: visible once fenced */
+                    fence_async();
+                    mbar_arrive(full + 8 * slot);
+                }
+                continue;
+            }
+            cp_async_commit();
+            if (g >= LAG) {   /* stage g - LAG has landed: hand it to the tensor cores */
+                cp_async_wait<LAG>();
+                fence_async();
+                mbar_arrive(full + 8 * ((g - LAG) % ST));
+            }
+        }
+    }
+    if (LAG > 0) {
+        cp_async_wait<0>();
+        fence_async();
+        for (int i = g >= LAG ? g - LAG : 0; i < g; i++)
+            mbar_arrive(full + 8 * (i % ST));
+    }
+}
+
+/* ---- consumers ---- */
+
+__device__ __forceinline__ void epilogue(const float *d, __nv_bfloat16 *c, float *ws, int M,
+                                         int N, const plan &p, int u, int mt, int nt, int cw)
+{
+    const int w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+    const int r0 = mt * BM + cw * 64 + w * 16 + (lane >> 2);
+    const long long mn = (long long)M * N;
+    float *part = ws + (u % p.split) * mn;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        int col = nt * BN + 8 * i + 2 * (lane & 3);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int row = r0 + 8 * h;
+            float x = d[4 * i + 2 * h], y = d[4 * i + 2 * h + 1];
+            if (row >= M || col >= N)
+                continue;
+            long long o = (long long)row * N + col;
+            if (p.split > 1) {
+                part[o] = x;
+                if (col + 1 < N)
+                    part[o + 1] = y;
+            } else if ((N & 1) == 0) {
+                *(__nv_bfloat162 *)(c + o) = __floats2bfloat162_rn(x, y);
+            } else {
+                c[o] = __float2bfloat16_rn(x);
+                if (col + 1 < N)
+                    c[o + 1] = __float2bfloat16_rn(y);
+            }
+        }
+    }
+}
+
+__device__ void consumer(__nv_bfloat16 *c, float *ws, int M, int N, const plan &p, unsigned base,
+                         unsigned full, unsigned empty, int cw)
+{
+    float d[128];
+    unsigned g = 0;
+#pragma unroll
+    for (int i = 0; i < 128; i++)
+        d[i] = 0.f;
+    for (int u = blockIdx.x; u < p.units; u += gridDim.x) {
+        int mt, nt, kb0, kb1;
+        unit_of(p, u, mt, nt, kb0, kb1);
+        for (int kb = kb0; kb < kb1; kb++, g++) {
+            unsigned slot = g % ST, sa = base + slot * STAGE_BYTES + cw * 64 * 128;
+            unsigned sb = base + slot * STAGE_BYTES + A_BYTES;
+            mbar_wait(full + 8 * slot, (g / ST) & 1);
+            if (LAG == 0)
+                fence_async();   /* the copies landed through the generic proxy */
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                wgmma_n256(d, sdesc(sa + kk * 32, 16, 1024), sdesc(sb + kk * 2048, 8192, 1024),
+                           kb > kb0 || kk > 0);
+            wgmma_commit();
+            wgmma_wait<1>();   /* the previous stage's products are done: free it */
+            if (kb > kb0)
+                mbar_arrive(empty + 8 * ((g - 1) % ST));
+        }
+        wgmma_wait<0>();
+        mbar_arrive(empty + 8 * ((g - 1) % ST));
+        epilogue(d, c, ws, M, N, p, u, mt, nt, cw);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+gemm_bf16_ws(const __nv_bfloat16 *__restrict__ a, const __nv_bfloat16 *__restrict__ b,
+             __nv_bfloat16 *__restrict__ c, float *__restrict__ ws, int M, int N, int K)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem);
+    const unsigned base = (raw + 1023) & ~1023u;   /* the swizzle needs 1024-byte atoms */
+    const unsigned full = base + ST * STAGE_BYTES, empty = full + 8 * ST;
+    const plan p = make_plan(M, N, K);
+    const int wg = threadIdx.x >> 7;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < ST; s++) {
+            mbar_init(full + 8 * s, 128);    /* every producer thread arrives */
+            mbar_init(empty + 8 * s, 256);   /* every consumer thread arrives */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0)
+        producer(a, b, M, N, K, p, base, full, empty);
+    else
+        consumer(c, ws, M, N, p, base, full, empty, wg - 1);
+}
+
+/* C = bf16(sum of the K slices' parts), in slice order; nothing when K was not split. */
+extern "C" __global__ void __launch_bounds__(256)
+gemm_splitk_sum(const float *__restrict__ ws, __nv_bfloat16 *__restrict__ c, int M, int N, int K)
+{
+    const plan p = make_plan(M, N, K);
+    const long long mn = (long long)M * N;
+    if (p.split == 1)
+        return;
+    for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < mn;
+         i += (long long)gridDim.x * 256) {
+        float s = 0.f;
+        for (int k = 0; k < p.split; k++)
+            s += ws[k * mn + i];
+        c[i] = __float2bfloat16_rn(s);
+    }
+}
