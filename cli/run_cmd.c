@@ -325,6 +325,10 @@ static int run_option(int argc, char **argv, int *i, struct kevo_run_opts *o, in
         o->profile_share = 0;
         return 1;
     }
+    if (strcmp(a, "--no-exemplar") == 0) {
+        o->no_exemplar = 1;
+        return 1;
+    }
     for (int k = 0; k < RI_COUNT; k++)
         if (strcmp(a, run_ints[k].name) == 0) {
             if (run_int_option((enum run_int)k, v, o))

@@ -187,8 +187,11 @@ struct kevo_run_opts {
     double cost_cap;              /* LLM spending cap in the price table's unit; 0: none */
     int n_gpus;                   /* devices, one worker each; 0: eval.device alone */
     const int *gpus;
-    int n_seeds;                  /* starting candidates; none: the task's reference */
+    int n_seeds;                  /* starting candidates; none: the task's reference, and the
+                                     suite's exemplar (examples/seeds/) when the task is a
+                                     suite task's very text */
     const char *const *seeds;
+    int no_exemplar;              /* 1: no exemplar seed, the reference alone */
     int64_t resume;               /* 0: a new run; else continue this run */
     int n_islands;                /* 0: 2 */
     uint64_t rng_seed;            /* 0: a fixed default (runs are reproducible) */

@@ -34,7 +34,9 @@
 #include "core/result.h"
 #include "core/sol.h"
 
+#include <glob.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CALIBRATE_DEADLINE_S 600.0
 #define WORKER_START_S       60.0    /* a worker's first ping */
@@ -314,14 +317,45 @@ static void effective_opts(struct runctx *r)
         r->set.eff.offline = json_is_true(json_object_get(c, "offline"));
 }
 
+/* The suite's exemplar for the run's task into out: DATA/examples/seeds/NAME when the task
+ * file's text is that of the suite's task DATA/tasks/x/NAME, so the exemplar answers exactly
+ * this contract (a user's own task of the same name gets none). 1 when there is one. */
+static int suite_exemplar(const struct runctx *r, char *out, size_t n)
+{
+    const char *slash = strrchr(r->set.task_path, '/');
+    const char *name = slash ? slash + 1 : r->set.task_path;
+    char pat[PATH_MAX];
+    glob_t gl;
+    int found = 0;
+
+    snprintf(out, n, "%s/examples/seeds/%s", kevo_data_dir(NULL), name);
+    snprintf(pat, sizeof pat, "%s/tasks/*/%s", kevo_data_dir(NULL), name);
+    if (access(out, R_OK) != 0 || glob(pat, 0, NULL, &gl) != 0)
+        return 0;
+    for (size_t i = 0; i < gl.gl_pathc && !found; i++) {
+        char *text = NULL, *msg = NULL;
+        size_t len = 0;
+        if (!kevo_fs_read_file(gl.gl_pathv[i], KEVO_TASK_MAX_FILE, &text, &len, &msg))
+            found = len == r->set.task_len && !memcmp(text, r->set.task_text, len);
+        kevo_free(text);
+        kevo_free(msg);
+    }
+    globfree(&gl);
+    return found;
+}
+
 /* The seed texts: the --seed files (or, resuming an empty run, the ones it started with),
- * else the reference as a candidate. Each is parsed here, before anything is created, so
- * a bad seed fails the command with its file, line and column. */
+ * else the reference as a candidate, and the suite's exemplar for a suite task. Each is
+ * parsed here, before anything is created, so a bad seed fails the command with its file,
+ * line and column. */
 static enum kevo_status seed_genomes(struct runctx *r, struct kevo_genome **out, int *n_out)
 {
     json_t *cfg_seeds = r->set.cfg ? json_object_get(r->set.cfg, "seeds") : NULL;
     int n_cfg = (int)json_array_size(cfg_seeds), from_cfg = !r->o->n_seeds && n_cfg > 0;
-    int n = r->o->n_seeds ? r->o->n_seeds : from_cfg ? n_cfg : 1;
+    char ex[PATH_MAX];
+    int use_ex = !r->o->n_seeds && !from_cfg && !r->o->no_exemplar &&
+                 suite_exemplar(r, ex, sizeof ex);
+    int n = r->o->n_seeds ? r->o->n_seeds : from_cfg ? n_cfg : 1 + use_ex;
     struct kevo_genome *g = kevo_calloc((size_t)n, sizeof *g);
     enum kevo_status st = g ? KEVO_OK : KEVO_ERR_NOMEM;
 
@@ -330,13 +364,16 @@ static enum kevo_status seed_genomes(struct runctx *r, struct kevo_genome **out,
     for (int i = 0; i < n && !st; i++) {
         const char *path = r->o->n_seeds ? r->o->seeds[i]
                            : from_cfg ? json_string_value(json_array_get(cfg_seeds, (size_t)i))
-                                      : r->set.task_path;
+                           : i == 1 ? ex : r->set.task_path;
         char *text = NULL, *pmsg = NULL;
         size_t len = 0;
 
+        if (i == 1 && use_ex)
+            KEVO_INFO("seeding from the suite's exemplar %s as well (--no-exemplar: the "
+                      "reference alone)", ex);
         if (!path)
             st = kevo_run_fail(r, KEVO_ERR_INVALID, "the run's seed %d has no path", i + 1);
-        else if (r->o->n_seeds || from_cfg)
+        else if (r->o->n_seeds || from_cfg || (i == 1 && use_ex))
             st = kevo_fs_read_file(path, KEVO_TASK_MAX_FILE, &text, &len, &pmsg);
         else
             st = kevo_run_reference_candidate(r->set.task_text, r->set.task_len, &text, &len);

@@ -668,6 +668,63 @@ static void test_bad_seed_is_a_clear_error(void **state)
     kevo_free(out);
 }
 
+/* The seed texts of run 1 in db, joined (the archive keeps every source). */
+static char *seed_texts(const char *db, int *n)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *q = NULL;
+    char *all = calloc(1, 1);
+    *n = 0;
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT s.text FROM candidates c JOIN sources s ON "
+                                        "s.hash = c.source_hash WHERE c.op = 'seed'", -1, &q,
+                                        NULL), SQLITE_OK);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(q, 0);
+        size_t l = strlen(all);
+        all = realloc(all, l + strlen(t) + 1);
+        strcpy(all + l, t);
+        (*n)++;
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return all;
+}
+
+/* A suite task without --seed starts from its reference and its exemplar
+ * (examples/seeds/NAME); --no-exemplar, or a task whose text is not the suite's, from the
+ * reference alone. */
+static void test_exemplar_seed(void **state)
+{
+    static const char *task = "tasks/cpu/cpu_softmax_rows.c";
+    struct kevo_run_opts o;
+    char archive[512], copy[600], cmd[1400], *out = NULL, *msg = NULL, *texts;
+    int n = 0;
+    (void)state;
+    if (!kevo_bin)
+        skip();
+    for (int k = 0; k < 3; k++) {
+        const char *name[] = { "ex.db", "noex.db", "mine.db" };
+        opts(&o, archive, sizeof archive, name[k]);
+        o.n_seeds = 0;
+        o.budget = 2;
+        o.no_exemplar = k == 1;
+        snprintf(copy, sizeof copy, "%s/cpu_softmax_rows.c", dir);   /* same name, own text */
+        snprintf(cmd, sizeof cmd, "sed 's/kevo doc /kevo doc my own: /' %s > %s", task, copy);
+        assert_int_equal(system(cmd), 0);
+        assert_int_equal(kevo_run(k == 2 ? copy : task, &o, NULL, NULL, NULL, NULL, &out, &msg),
+                         KEVO_OK);
+        kevo_free(out);
+        kevo_free(msg);
+        out = msg = NULL;
+        texts = seed_texts(archive, &n);
+        assert_int_equal(n, k == 0 ? 2 : 1);
+        /* the exemplar's own text is in the archive only when it seeded the run */
+        assert_int_equal(strstr(texts, "#pragma omp") != NULL, k == 0);
+        free(texts);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +735,7 @@ int main(void)
         cmocka_unit_test(test_resume_after_sigkill),
         cmocka_unit_test(test_owner_liveness),
         cmocka_unit_test(test_bad_seed_is_a_clear_error),
+        cmocka_unit_test(test_exemplar_seed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
