@@ -4,7 +4,8 @@
 # with held-out sizes (kevo eval --json --holdout), PyTorch timed in the same session
 # (bench/torch_baseline.py, unless NO_TORCH=1), the rows of the exemplars results file
 # (bench/scripts/exemplars_json.py), and with PROFILE="NAME..." those exemplars' hardware
-# counters (kevo eval --profile: what limits them).
+# counters (kevo eval --profile: what limits them); EXTRA="TASK:SEED ..." adds tasks of
+# bench/tasks/ (the 8192^3 GEMM).
 # usage: bench/scripts/exemplars_h100.sh BUILD OUT [VARIANTS]
 set -u
 B=$1
@@ -14,7 +15,8 @@ K=$B/kevo
 export LD_LIBRARY_PATH=$PWD/$B/devlib:${LD_LIBRARY_PATH:-}
 export KEVO_CACHE_DIR=/tmp/kevo-exemplars-cache
 SEEDS=${SEEDS:-"softmax_rows rmsnorm_f32 layernorm_bf16 cross_entropy_f32 transpose_f32
-       add_layernorm_gelu_f32 swiglu_bf16 matmul_f32 matmul_bf16 causal_attention_bf16"}
+       add_layernorm_gelu_f32 swiglu_bf16 matmul_f32 matmul_bf16 matmul_bias_gelu_bf16
+       causal_attention_bf16"}
 mkdir -p "$OUT/evals"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 $K calibrate > "$OUT/calibrate.txt" 2>&1 || cat "$OUT/calibrate.txt"
@@ -29,6 +31,15 @@ for s in $SEEDS; do
     $K eval --json --holdout --time-cap ${TIME_CAP:-1} "$t" $seed $extra \
         > "$OUT/evals/$s.json" 2> "$OUT/evals/$s.err"
     echo "$s: exit $? in $(( $(date +%s) - start )) s"
+done
+# EXTRA="TASK:SEED ...": other tasks (bench/tasks/) with an exemplar, as NAME.json
+for ts in ${EXTRA:-}; do
+    t=${ts%%:*}
+    n=$(basename "$t" .cu)
+    tasks="$tasks $t"
+    $K eval --json --time-cap ${TIME_CAP:-1} "$t" "${ts#*:}" > "$OUT/evals/$n.json" \
+        2> "$OUT/evals/$n.err"
+    echo "$n: exit $?"
 done
 if [ "${NO_TORCH:-0}" != 1 ]; then
     start=$(date +%s)
