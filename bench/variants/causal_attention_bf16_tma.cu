@@ -10,8 +10,8 @@
 // kevo tmap   tv v box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
 // kevo launch attn_fwd_ws grid=(B*H, cdiv(S,128)) block=384 smem=(256+512*NST)*D+1152 (out, tq, tk, tv, S, D)
 /*
- * A candidate for tasks/level3/causal_attention_bf16.cu, derived from the verified seed
- * examples/seeds/causal_attention_bf16.cu (same wgmma descriptors, fragment layouts and
+ * A candidate for tasks/level3/causal_attention_bf16.cu, derived from the earlier seed
+ * bench/variants/causal_attention_bf16_cpasync.cu (same wgmma descriptors, fragment layouts and
  * swizzled layout) and the warp-specialised GEMM exemplar examples/seeds/matmul_bf16.cu
  * (same mbarrier / TMA helpers).
  *

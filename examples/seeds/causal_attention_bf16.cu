@@ -1,45 +1,148 @@
-// kevo doc    Causal flash attention on Hopper tensor cores: a block owns 128 query rows (two
-// kevo doc    warpgroups of 64), streams 128-key tiles of K and V through two cp.async stages,
-// kevo doc    computes S = Q K^T with wgmma (A and B from shared memory), keeps the online
-// kevo doc    softmax in registers, and feeds P to the P V wgmma straight from registers.
-// kevo launch attn_fwd grid=(cdiv(S,128), B*H) block=256 smem=1280*D+1024 (q, k, v, out, S, D)
+// kevo doc    Persistent causal flash attention on Hopper, FA3-style: grid = min(132, tiles),
+// kevo doc    each block walks 128-row query tiles in snake order over the heaviest-first
+// kevo doc    list; one producer thread streams Q and 128-key tiles of K and V through NST
+// kevo doc    stages with the TMA unit (harness tensor maps, 128-byte swizzle, mbarriers)
+// kevo doc    and prefetches the next tile while the consumers finish; two consumer
+// kevo doc    warpgroups ping-pong their wgmma issue and overlap Q K^T with P V.
+// kevo param  NST 2 3
+// kevo tmap   tq q box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
+// kevo tmap   tk k box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
+// kevo tmap   tv v box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
+// kevo launch attn_fwd_ws grid=min(132, B*H*cdiv(S,128)) block=384 smem=(256+512*NST)*D+1152 (out, tq, tk, tv, B*H, S, D)
 /*
  * An exemplar for tasks/level3/causal_attention_bf16.cu (docs/playbook/wgmma-and-tma.md,
- * online-softmax-and-fusion.md): out = softmax(Q K^T / sqrt(D), causal) V per (b, h),
- * D = 64 or 128 (a template, chosen at run time).
+ * online-softmax-and-fusion.md), FA3-style: out = softmax(Q K^T / sqrt(D), causal) V per
+ * (b, h), D = 64 or 128. Measured on an H100 (bench/results/2026-11-25-h100-exemplars-2/):
+ * 72.4 us at B=4 H=8 S=2048 D=128, 1.53x PyTorch SDPA timed in the same session (the
+ * previous exemplar, both warpgroups loading with cp.async in lockstep: 132 us, 0.83x).
  *
- * Shared memory (1024-byte aligned, 128-byte swizzle): Q [D/64][128 rows][64], and two
- * stages of K and V in the same layout (row r's 16-byte chunk c stored at c ^ (r & 7)).
- * That one layout serves three operands: Q is the K-major A of S = Q K^T, K its K-major B
- * (imm-trans-b 0, SBO 1024 between 8-key groups), and V the N-major B of O += P V
- * (imm-trans-b 1, LBO 16384 between 64-column blocks of D, SBO 1024 between 8-key groups).
- * Rows past S are zero-filled (cp.async src-size 0), so no poison reaches a product.
+ * Shared memory (1024-byte aligned): Q [D/64][128 rows][64] (16 KB per 64-column half),
+ * then NST stages of K and V in the same layout. This is exactly what a TMA box
+ * [1, 128, 64] with 128-byte swizzle writes (row r's 16-byte chunk c at c ^ (r & 7)), so
+ * the seed's descriptors apply unchanged: D/64 boxes per tile. The maps view the tensors
+ * as [B*H, S, D]: rows past S inside a head are out of the box's bounds and arrive as
+ * zeros (and still count toward expect_tx), so no poison reaches a product. Barriers
+ * (fullQ, fullK/V[NST], emptyK/V[NST]) sit after the last stage.
  *
- * Per key tile j (keys 0..127 of tile j, tiles up to the diagonal, the heaviest query tiles
- * launched first): wait for the stage (cp.async.wait_group, fence.proxy.async,
- * __syncthreads), prefetch tile j+1 into the other stage, S = Q K^T (D/16 wgmma
- * m64n128k16), scale by log2(e)/sqrt(D), mask keys past the diagonal or past S (the last
- * tile only), running max per row over the 4 lanes that share it, rescale O and the row
- * sums, P = exp2(S - max) packed to bf16 in exactly the A-fragment layout of the next
- * wgmma (the accumulator's 8-column blocks 2k and 2k+1 are key step k), O += P V (8 wgmma
- * m64nDk16, A from registers). At the end O / rowsum is stored as bf16 pairs.
+ * Producer (warpgroup 0, setmaxnreg.dec to 24 so the consumers can hold 240): one thread
+ * loads Q once, then K_j and V_j for j = diagonal down to 0, each into stage n % NST
+ * after waiting for emptyK/emptyV of that stage (separate K and V barriers: K is free as
+ * soon as Q K^T is done, V only after P V, so the next K can land earlier).
+ *
+ * Consumers (warpgroups 1 and 2, rows 0-63 / 64-127): key tiles are visited from the
+ * diagonal down, so the one tile that needs the causal mask (and the keys >= S of the
+ * last tile, which are above the diagonal for every stored row) is the first, handled
+ * outside the steady loop. Steady step n (FA3's intra-warpgroup overlap): issue
+ * S_n = Q K_n^T, rescale O by the previous step's correction, issue O += P_{n-1} V_{n-1}
+ * (P from registers), then wait only for S_n (wait_group 1), release K_n, compute the
+ * row max / correction / exponentials of S_n while P V still runs, wait for it, release
+ * V_{n-1}, pack P_n. The issue of both GEMMs is bracketed by a named-barrier token passed
+ * between the two consumer warpgroups (bar.sync own / bar.arrive other's, 256 threads):
+ * while one warpgroup issues and the tensor cores work for it, the other does its
+ * softmax. Token accounting: warpgroup 1 pre-arrives once on its own barrier; each
+ * warpgroup syncs nkv+1 times (first step, nkv-1 steady steps, final P V) and arrives on
+ * the other's barrier as often, except warpgroup 2's very last arrive, which nobody would
+ * consume (so no barrier is left half-arrived at exit).
+ *
+ * Softmax: scores are kept unscaled; max on raw scores, p = 2^(s*c - m*c) with
+ * c = log2(e)/sqrt(D) (one FFMA + ex2 per element); row sums are per-thread partials,
+ * reduced over the quad once at the end. Output: O / l stored from registers as bf16
+ * pairs, rows >= S skipped.
+ *
+ * Persistent: with one 384-thread block per SM (its registers allow no second one), a
+ * fresh block starts with the tensor cores idle while Q and the first K arrive, and ends
+ * with them idle during its epilogue; at S = 512 that is a large share of each block's
+ * life. So the producer runs ahead into the next tile: it reloads Q as soon as both
+ * consumers' last Q K^T of the current tile is done (mbarrier emptyQ, 256 arrivals), and
+ * its K/V stage counter runs on across tiles, so the next tile's loads land during the
+ * last P V and the epilogue.
+ *
+ * Schedule: tiles sorted heaviest first (position p = query tile nq-1-p/(B*H) of head
+ * p % (B*H)); block b takes positions b, 2G-1-b, 2G+b, 4G-1-b, ... (snake order), which
+ * for these workloads gives the same largest per-block load as greedy longest-first.
+ *
+ * Token accounting across tiles: warpgroup 1 pre-arrives once at the start; per tile each
+ * warpgroup syncs nkv+1 times and arrives as often, except warpgroup 2's arrive after the
+ * final P V of its block's last tile, which nobody would take.
  */
 #include <cuda_bf16.h>
 
+#ifndef NST
+#define NST 2
+#endif
+
 #define NEG_INF __int_as_float(0xff800000)
 
-__device__ __forceinline__ void cp_async16(unsigned dst, const void *src, int bytes)
+struct __align__(64) tmap_t {
+    unsigned long long v[16];
+};
+
+/* ---- PTX wrappers: shared addresses are 32-bit offsets in the shared window ---- */
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(bytes) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-__device__ __forceinline__ void fence_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+/* A 3-D box of map m at (c0 inner, c1, c2 outer) into shared dst; completes bytes on bar. */
+__device__ __forceinline__ void tma_load3(unsigned dst, const tmap_t *m, unsigned bar, int c0,
+                                          int c1, int c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst), "l"((unsigned long long)m),
+                 "r"(bar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+__device__ __forceinline__ void bar_sync(int id, int n)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Keep the compiler from moving accesses of wgmma operands across the async window. */
+template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N> __device__ __forceinline__ void fence_regs(unsigned (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+r"(r[i])::"memory");
+}
+
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 
 /* Shared-memory matrix descriptor, 128-byte swizzle (start, LBO, SBO in bytes). */
 __device__ __forceinline__ unsigned long long sdesc(unsigned addr, unsigned lbo, unsigned sbo)
@@ -71,7 +174,7 @@ __device__ __forceinline__ void wg_s128(float *d, unsigned long long da, unsigne
           "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(da), "l"(db), "r"(acc));
 }
-__device__ __forceinline__ void wg_pv128(float *d, const unsigned *a, unsigned long long db, int acc)
+__device__ __forceinline__ void wg_pv128(float *d, const unsigned *a, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
@@ -92,9 +195,9 @@ __device__ __forceinline__ void wg_pv128(float *d, const unsigned *a, unsigned l
           "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
           "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
           "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
-__device__ __forceinline__ void wg_pv64(float *d, const unsigned *a, unsigned long long db, int acc)
+__device__ __forceinline__ void wg_pv64(float *d, const unsigned *a, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
@@ -108,30 +211,16 @@ __device__ __forceinline__ void wg_pv64(float *d, const unsigned *a, unsigned lo
           "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
           "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
           "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
-
-/* O += P V for one key step: D = 128 or 64 by the accumulator's size. */
+/* O += P V for one 16-key step: D = 128 or 64 by the accumulator's size. */
 __device__ __forceinline__ void pv(float (&o)[64], const unsigned *a, unsigned long long db)
 {
-    wg_pv128(o, a, db, 1);
+    wg_pv128(o, a, db);
 }
 __device__ __forceinline__ void pv(float (&o)[32], const unsigned *a, unsigned long long db)
 {
-    wg_pv64(o, a, db, 1);
-}
-
-/* 128 rows x D of src (rows row0.., zero past S) into the swizzled tile at dst. */
-template <int D> __device__ __forceinline__ void load_tile(unsigned dst, const __nv_bfloat16 *src,
-                                                           int row0, int S)
-{
-    constexpr int CPR = D / 8;   /* 16-byte chunks per row */
-#pragma unroll
-    for (int i = 0; i < 128 * CPR / 256; i++) {
-        int qd = threadIdx.x + 256 * i, row = qd / CPR, c = qd % CPR, gr = row0 + row;
-        unsigned d = dst + (c >> 3) * 16384 + row * 128 + (((c & 7) ^ (row & 7)) << 4);
-        cp_async16(d, gr < S ? src + (long long)gr * D + c * 8 : src, gr < S ? 16 : 0);
-    }
+    wg_pv64(o, a, db);
 }
 
 __device__ __forceinline__ unsigned pack(float x, float y)
@@ -140,119 +229,299 @@ __device__ __forceinline__ unsigned pack(float x, float y)
     return *(unsigned *)&h;
 }
 
-template <int D> __device__ void attn(const __nv_bfloat16 *q, const __nv_bfloat16 *k,
-                                      const __nv_bfloat16 *v, __nv_bfloat16 *out, int S,
-                                      unsigned base)
-{
-    const int wg = threadIdx.x >> 7, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
-    const int qt = (S + 127) / 128 - 1 - blockIdx.x, q0 = qt * 128, nkv = qt + 1;
-    const long long off = (long long)blockIdx.y * S * D;
-    const unsigned sq = base, skv = base + 256 * D;   /* stage st: K at skv + st*512*D */
-    const int r0 = q0 + wg * 64 + w * 16 + (lane >> 2);
-    const float sl2 = 1.4426950408889634f * rsqrtf((float)D);
-    float o[D / 2], m[2] = { NEG_INF, NEG_INF }, l[2] = { 0.f, 0.f };
+/* Shared-memory map (offsets from the 1024-aligned base) for head size D. */
+template <int D> struct lay {
+    static constexpr unsigned TILE = 256 * D;                /* 128 rows x D bf16 */
+    __host__ __device__ static constexpr unsigned K(int s) { return TILE + s * 2 * TILE; }
+    __host__ __device__ static constexpr unsigned V(int s) { return 2 * TILE + s * 2 * TILE; }
+    static constexpr unsigned BARS = TILE + NST * 2 * TILE;
+};
+/* Barrier addresses: fullQ, emptyQ, then fullK, fullV, emptyK, emptyV (NST each). */
+#define FULLQ(b) (b)
+#define EMPTYQ(b) ((b) + 8)
+#define FULLK(b, s) ((b) + 16 + 8 * (s))
+#define FULLV(b, s) ((b) + 16 + 8 * NST + 8 * (s))
+#define EMPTYK(b, s) ((b) + 16 + 16 * NST + 8 * (s))
+#define EMPTYV(b, s) ((b) + 16 + 24 * NST + 8 * (s))
 
+/* The i-th tile of this block: snake order over the tiles sorted heaviest first (position
+ * p = query tile nq-1-p/BH of head p%BH), so every block gets about the same work. */
+__device__ __forceinline__ bool tile_of(int i, int T, int BH, int nq, int &bh, int &qt)
+{
+    const int G = gridDim.x, b = blockIdx.x;
+    const int pos = i * G + ((i & 1) ? G - 1 - b : b);
+    if (pos >= T)
+        return false;
+    qt = nq - 1 - pos / BH;
+    bh = pos % BH;
+    return true;
+}
+
+/* S = Q K^T for this warpgroup's 64 rows against the 128 keys of stage s (async). */
+template <int D> __device__ __forceinline__ void issue_qk(float (&s)[64], unsigned sq, unsigned sk)
+{
+    fence_regs(s);
+    wgmma_fence();
 #pragma unroll
-    for (int i = 0; i < D / 2; i++)
-        o[i] = 0.f;
-    load_tile<D>(sq, q + off, q0, S);
-    load_tile<D>(skv, k + off, 0, S);
-    load_tile<D>(skv + 256 * D, v + off, 0, S);
-    cp_async_commit();
-    for (int j = 0; j < nkv; j++) {
-        if (j + 1 < nkv) {
-            unsigned st = skv + ((j + 1) & 1) * 512 * D;
-            load_tile<D>(st, k + off, (j + 1) * 128, S);
-            load_tile<D>(st + 256 * D, v + off, (j + 1) * 128, S);
-            cp_async_commit();
-            cp_async_wait1();
-        } else {
-            cp_async_wait0();
+    for (int kk = 0; kk < D / 16; kk++)
+        wg_s128(s, sdesc(sq + (kk >> 2) * 16384 + (kk & 3) * 32, 16, 1024),
+                sdesc(sk + (kk >> 2) * 16384 + (kk & 3) * 32, 16, 1024), kk > 0);
+    wgmma_commit();
+    fence_regs(s);
+}
+
+/* O += P V over the 128 keys of stage sv (async); P in registers. */
+template <int D> __device__ __forceinline__ void issue_pv(float (&o)[D / 2], unsigned (&p)[32],
+                                                          unsigned sv)
+{
+    fence_regs(o);
+    fence_regs(p);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++)
+        pv(o, p + 4 * kk, sdesc(sv + kk * 2048, 16384, 1024));
+    wgmma_commit();
+    fence_regs(o);
+}
+
+template <int D> __device__ void producer(const tmap_t *tq, const tmap_t *tk, const tmap_t *tv,
+                                          unsigned base, int BH, int nq)
+{
+    typedef lay<D> L;
+    const unsigned bars = base + L::BARS;
+    const int T = BH * nq;
+    int g = 0;   /* K/V tiles issued so far, over all of this block's query tiles */
+    int bh, qt;
+    for (int i = 0; tile_of(i, T, BH, nq, bh, qt); i++) {
+        mbar_wait(EMPTYQ(bars), (i & 1) ^ 1);   /* both warpgroups' last Q K^T is done */
+        mbar_expect_tx(FULLQ(bars), L::TILE);
+#pragma unroll
+        for (int h = 0; h < D / 64; h++)
+            tma_load3(base + h * 16384, tq, FULLQ(bars), h * 64, qt * 128, bh);
+        for (int n = 0; n <= qt; n++, g++) {
+            const int j = qt - n, s = g % NST;
+            const unsigned par = ((g / NST) & 1) ^ 1;
+            mbar_wait(EMPTYK(bars, s), par);
+            mbar_expect_tx(FULLK(bars, s), L::TILE);
+#pragma unroll
+            for (int h = 0; h < D / 64; h++)
+                tma_load3(base + L::K(s) + h * 16384, tk, FULLK(bars, s), h * 64, j * 128, bh);
+            mbar_wait(EMPTYV(bars, s), par);
+            mbar_expect_tx(FULLV(bars, s), L::TILE);
+#pragma unroll
+            for (int h = 0; h < D / 64; h++)
+                tma_load3(base + L::V(s) + h * 16384, tv, FULLV(bars, s), h * 64, j * 128, bh);
         }
-        fence_async();
-        __syncthreads();
-        const unsigned sk = skv + (j & 1) * 512 * D, sv = sk + 256 * D;
-        float s[64];
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++)
-            wg_s128(s, sdesc(sq + (kk >> 2) * 16384 + wg * 8192 + (kk & 3) * 32, 16, 1024),
-                    sdesc(sk + (kk >> 2) * 16384 + (kk & 3) * 32, 16, 1024), kk > 0);
-        wgmma_commit();
-        wgmma_wait0();
-        const int kv0 = j * 128;
-        const bool edge = j == nkv - 1 || kv0 + 128 > S;
-        float mx[2] = { m[0], m[1] };
-#pragma unroll
-        for (int i = 0; i < 16; i++)
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    int key = kv0 + 8 * i + 2 * (lane & 3) + e, row = r0 + 8 * h;
-                    float x = s[4 * i + 2 * h + e] * sl2;
-                    if (edge && (key > row || key >= S))
-                        x = NEG_INF;
-                    s[4 * i + 2 * h + e] = x;
-                    mx[h] = fmaxf(mx[h], x);
-                }
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-            float corr = exp2f(m[h] - mx[h]);
-            m[h] = mx[h];
-            l[h] *= corr;
-#pragma unroll
-            for (int i = 0; i < D / 8; i++) {
-                o[4 * i + 2 * h] *= corr;
-                o[4 * i + 2 * h + 1] *= corr;
-            }
-        }
-        unsigned a[8][4];
-#pragma unroll
-        for (int i = 0; i < 16; i++) {
-            float p0 = exp2f(s[4 * i] - m[0]), p1 = exp2f(s[4 * i + 1] - m[0]);
-            float p2 = exp2f(s[4 * i + 2] - m[1]), p3 = exp2f(s[4 * i + 3] - m[1]);
-            l[0] += p0 + p1;
-            l[1] += p2 + p3;
-            a[i >> 1][(i & 1) * 2] = pack(p0, p1);       /* row r, keys 8i + 2(lane%4) */
-            a[i >> 1][(i & 1) * 2 + 1] = pack(p2, p3);   /* row r + 8 */
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 8; kk++)
-            pv(o, a[kk], sdesc(sv + kk * 2048, 16384, 1024));
-        wgmma_commit();
-        wgmma_wait0();
-        __syncthreads();   /* this stage is reloaded two tiles on */
-    }
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        int row = r0 + 8 * h;
-        if (row >= S)
-            continue;
-        float inv = 1.f / l[h];
-        __nv_bfloat16 *dst = out + off + (long long)row * D + 2 * (lane & 3);
-#pragma unroll
-        for (int i = 0; i < D / 8; i++)
-            *(__nv_bfloat162 *)(dst + 8 * i) =
-                __floats2bfloat162_rn(o[4 * i + 2 * h] * inv, o[4 * i + 2 * h + 1] * inv);
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256, 1)
-attn_fwd(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
-         const __nv_bfloat16 *__restrict__ v, __nv_bfloat16 *__restrict__ out, int S, int D)
+template <int D> __device__ void consumer(__nv_bfloat16 *out, int BH, int S, unsigned base,
+                                          int c)
+{
+    typedef lay<D> L;
+    const unsigned bars = base + L::BARS;
+    const int t = threadIdx.x & 127, w = t >> 5, lane = t & 31;
+    const int nq = (S + 127) / 128, T = BH * nq;
+    const int me = 1 + c, other = 2 - c;   /* named barriers 1 and 2: the issue token */
+    const unsigned sq = base + c * 8192;   /* this warpgroup's 64 rows in each half */
+    const float sl2 = 1.4426950408889634f * rsqrtf((float)D);
+    int g = 0;   /* K/V tiles consumed so far */
+    int bh, qt;
+
+    if (c == 0)
+        bar_arrive(1, 256);   /* warpgroup 1 holds the token first */
+    for (int i = 0; tile_of(i, T, BH, nq, bh, qt); i++) {
+        int nbh, nqt;
+        const bool last = !tile_of(i + 1, T, BH, nq, nbh, nqt);
+        const int nkv = qt + 1;
+        float o[D / 2], s[64], m[2], l[2] = { 0.f, 0.f }, corr[2] = { 1.f, 1.f };
+        unsigned p[32];
+
+#pragma unroll
+        for (int x = 0; x < D / 2; x++)
+            o[x] = 0.f;
+        mbar_wait(FULLQ(bars), i & 1);
+
+        /* n = 0: the diagonal tile, the only one with masked keys. */
+        {
+            const int sk = g % NST;
+            mbar_wait(FULLK(bars, sk), (g / NST) & 1);
+            bar_sync(me, 256);
+            issue_qk<D>(s, sq, base + L::K(sk));
+            bar_arrive(other, 256);
+            wgmma_wait<0>();
+            fence_regs(s);
+            mbar_arrive(EMPTYK(bars, sk));
+            if (nkv == 1)
+                mbar_arrive(EMPTYQ(bars));
+        }
+        {
+            const int rl = c * 64 + w * 16 + (lane >> 2);   /* row within the tile */
+            float mx[2] = { NEG_INF, NEG_INF };
+#pragma unroll
+            for (int x = 0; x < 16; x++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float y = s[4 * x + 2 * h + e];
+                        if (8 * x + 2 * (lane & 3) + e > rl + 8 * h)
+                            y = NEG_INF;
+                        s[4 * x + 2 * h + e] = y;
+                        mx[h] = fmaxf(mx[h], y);
+                    }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+                m[h] = mx[h];   /* finite: key = row is never masked */
+            }
+            const float ms0 = m[0] * sl2, ms1 = m[1] * sl2;
+#pragma unroll
+            for (int x = 0; x < 16; x++) {
+                float p0 = ex2(fmaf(s[4 * x], sl2, -ms0)), p1 = ex2(fmaf(s[4 * x + 1], sl2, -ms0));
+                float p2 = ex2(fmaf(s[4 * x + 2], sl2, -ms1)), p3 = ex2(fmaf(s[4 * x + 3], sl2, -ms1));
+                l[0] += p0 + p1;
+                l[1] += p2 + p3;
+                p[2 * x] = pack(p0, p1);       /* row r, keys 8x + 2(lane%4): A fragment */
+                p[2 * x + 1] = pack(p2, p3);   /* row r + 8 */
+            }
+        }
+
+        /* Steady steps: S_n overlaps P_{n-1} V_{n-1}; softmax of S_n overlaps that P V. */
+        for (int n = 1; n < nkv; n++) {
+            const int gk = g + n, gv = g + n - 1, sk = gk % NST, sv = gv % NST;
+            mbar_wait(FULLK(bars, sk), (gk / NST) & 1);
+            bar_sync(me, 256);
+            issue_qk<D>(s, sq, base + L::K(sk));
+            mbar_wait(FULLV(bars, sv), (gv / NST) & 1);
+#pragma unroll
+            for (int x = 0; x < D / 8; x++) {
+                o[4 * x] *= corr[0];
+                o[4 * x + 1] *= corr[0];
+                o[4 * x + 2] *= corr[1];
+                o[4 * x + 3] *= corr[1];
+            }
+            issue_pv<D>(o, p, base + L::V(sv));
+            bar_arrive(other, 256);
+            wgmma_wait<1>();   /* S_n is done (groups retire in order) */
+            fence_regs(s);
+            mbar_arrive(EMPTYK(bars, sk));
+            if (n == nkv - 1)
+                mbar_arrive(EMPTYQ(bars));   /* Q is read for the last time: prefetch the next */
+            float mx[2] = { m[0], m[1] };
+#pragma unroll
+            for (int x = 0; x < 16; x++) {
+                mx[0] = fmaxf(mx[0], fmaxf(s[4 * x], s[4 * x + 1]));
+                mx[1] = fmaxf(mx[1], fmaxf(s[4 * x + 2], s[4 * x + 3]));
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+                mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+                corr[h] = ex2((m[h] - mx[h]) * sl2);
+                m[h] = mx[h];
+                l[h] *= corr[h];
+            }
+            const float ms0 = m[0] * sl2, ms1 = m[1] * sl2;
+#pragma unroll
+            for (int x = 0; x < 16; x++) {
+                s[4 * x] = ex2(fmaf(s[4 * x], sl2, -ms0));
+                s[4 * x + 1] = ex2(fmaf(s[4 * x + 1], sl2, -ms0));
+                s[4 * x + 2] = ex2(fmaf(s[4 * x + 2], sl2, -ms1));
+                s[4 * x + 3] = ex2(fmaf(s[4 * x + 3], sl2, -ms1));
+                l[0] += s[4 * x] + s[4 * x + 1];
+                l[1] += s[4 * x + 2] + s[4 * x + 3];
+            }
+            wgmma_wait<0>();   /* P_{n-1} V_{n-1} is done: its P registers and V stage are free */
+            fence_regs(o);
+            fence_regs(p);
+            mbar_arrive(EMPTYV(bars, sv));
+#pragma unroll
+            for (int x = 0; x < 32; x++)
+                p[x] = pack(s[2 * x], s[2 * x + 1]);
+        }
+
+        /* Final P V (key tile 0). */
+        {
+            const int gv = g + nkv - 1, sv = gv % NST;
+            mbar_wait(FULLV(bars, sv), (gv / NST) & 1);
+            bar_sync(me, 256);
+#pragma unroll
+            for (int x = 0; x < D / 8; x++) {
+                o[4 * x] *= corr[0];
+                o[4 * x + 1] *= corr[0];
+                o[4 * x + 2] *= corr[1];
+                o[4 * x + 3] *= corr[1];
+            }
+            issue_pv<D>(o, p, base + L::V(sv));
+            if (c == 0 || !last)   /* warpgroup 2's very last token would never be taken */
+                bar_arrive(other, 256);
+            wgmma_wait<0>();
+            fence_regs(o);
+            fence_regs(p);
+            mbar_arrive(EMPTYV(bars, sv));
+        }
+        g += nkv;
+
+        /* Epilogue: runs while the other warpgroup (and the producer's prefetch of the
+         * next tile's Q, K and V) proceed. */
+        const int r0 = qt * 128 + c * 64 + w * 16 + (lane >> 2);
+        const long long off = (long long)bh * S * D;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+            l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+            int row = r0 + 8 * h;
+            if (row >= S)
+                continue;
+            float inv = 1.f / l[h];
+            __nv_bfloat16 *dst = out + off + (long long)row * D + 2 * (lane & 3);
+#pragma unroll
+            for (int x = 0; x < D / 8; x++)
+                *(__nv_bfloat162 *)(dst + 8 * x) =
+                    __floats2bfloat162_rn(o[4 * x + 2 * h] * inv, o[4 * x + 2 * h + 1] * inv);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+attn_fwd_ws(__nv_bfloat16 *__restrict__ out, const __grid_constant__ tmap_t tq,
+            const __grid_constant__ tmap_t tk, const __grid_constant__ tmap_t tv, int BH, int S,
+            int D)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smem);
     const unsigned base = (raw + 1023) & ~1023u;   /* the swizzle needs 1024-byte atoms */
+    const unsigned bars = base + (D == 128 ? lay<128>::BARS : lay<64>::BARS);
+    const int wg = threadIdx.x >> 7;
 
-    if (D == 128)
-        attn<128>(q, k, v, out, S, base);
-    else
-        attn<64>(q, k, v, out, S, base);
+    if (threadIdx.x == 0) {
+        mbar_init(FULLQ(bars), 1);
+        mbar_init(EMPTYQ(bars), 256);
+        for (int s = 0; s < NST; s++) {
+            mbar_init(FULLK(bars, s), 1);     /* the producer's expect_tx arrive */
+            mbar_init(FULLV(bars, s), 1);
+            mbar_init(EMPTYK(bars, s), 256);  /* every consumer thread arrives */
+            mbar_init(EMPTYV(bars, s), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+        if (threadIdx.x == 0) {
+            const int nq = (S + 127) / 128;
+            if (D == 128)
+                producer<128>(&tq, &tk, &tv, base, BH, nq);
+            else
+                producer<64>(&tq, &tk, &tv, base, BH, nq);
+        }
+    } else {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+        if (D == 128)
+            consumer<128>(out, BH, S, base, wg - 1);
+        else
+            consumer<64>(out, BH, S, base, wg - 1);
+    }
 }
