@@ -5,6 +5,7 @@
 // kevo doc    and prefetches the next tile while the consumers finish; two consumer
 // kevo doc    warpgroups ping-pong their wgmma issue and overlap Q K^T with P V.
 // kevo param  NST 2 3
+// kevo param  KVMB 32 16 64
 // kevo tmap   tq q box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
 // kevo tmap   tk k box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
 // kevo tmap   tv v box=[1, 128, 64] swizzle=128 shape=[B*H, S, D]
@@ -57,9 +58,10 @@
  * its K/V stage counter runs on across tiles, so the next tile's loads land during the
  * last P V and the epilogue.
  *
- * Schedule: tiles sorted heaviest first (position p = query tile nq-1-p/(B*H) of head
- * p % (B*H)); block b takes positions b, 2G-1-b, 2G+b, 4G-1-b, ... (snake order), which
- * for these workloads gives the same largest per-block load as greedy longest-first.
+ * Schedule: tiles sorted heaviest first within groups of heads whose K and V fit in L2
+ * (heads_per_group; one group when all fit); block b takes positions b, 2G-1-b, 2G+b,
+ * 4G-1-b, ... (snake order), which for the suite's workloads gives the same largest
+ * per-block load as greedy longest-first.
  *
  * Token accounting across tiles: warpgroup 1 pre-arrives once at the start; per tile each
  * warpgroup syncs nkv+1 times and arrives as often, except warpgroup 2's arrive after the
@@ -69,6 +71,9 @@
 
 #ifndef NST
 #define NST 2
+#endif
+#ifndef KVMB
+#define KVMB 32   /* MB of K and V one group of heads may hold in L2 (heads_per_group) */
 #endif
 
 #define NEG_INF __int_as_float(0xff800000)
@@ -244,16 +249,37 @@ template <int D> struct lay {
 #define EMPTYK(b, s) ((b) + 16 + 16 * NST + 8 * (s))
 #define EMPTYV(b, s) ((b) + 16 + 24 * NST + 8 * (s))
 
-/* The i-th tile of this block: snake order over the tiles sorted heaviest first (position
- * p = query tile nq-1-p/BH of head p%BH), so every block gets about the same work. */
-__device__ __forceinline__ bool tile_of(int i, int T, int BH, int nq, int &bh, int &qt)
+/*
+ * Heads per group of the schedule: all of them when every head's K and V fit in L2 (40 of
+ * the H100's 50 MB), else as many as 16 MB hold. The blocks running at one time work on
+ * one or two groups, so each K/V tile comes from DRAM about once; without groups, at
+ * B=8 H=16 S=2048 D=128 (128 MB of K and V) the running blocks spread over 132 heads and
+ * read every K/V tile again from DRAM for each query tile: 416 us, against 288 us for SDPA.
+ * Measured there on an H100 (bench/results/2026-11-25-h100-attention/): KVMB 8 375 us,
+ * 16 373 us, 32 309 us, 64 323 us.
+ */
+__device__ __forceinline__ int heads_per_group(int BH, int nq, int D)
+{
+    const long long per = (long long)nq * 128 * D * 4;   /* K and V of one head, bytes */
+    if (per * BH <= (40ll << 20))
+        return BH;
+    const int hg = (int)(((long long)KVMB << 20) / per);
+    return hg < 1 ? 1 : hg > BH ? BH : hg;
+}
+
+/* The i-th tile of this block: snake order over the tiles, group of heads by group, each
+ * group's tiles sorted heaviest first (position r of a group of n heads starting at head
+ * f = query tile nq-1-r/n of head f + r%n), so every block gets about the same work. */
+__device__ __forceinline__ bool tile_of(int i, int T, int BH, int nq, int hg, int &bh, int &qt)
 {
     const int G = gridDim.x, b = blockIdx.x;
     const int pos = i * G + ((i & 1) ? G - 1 - b : b);
     if (pos >= T)
         return false;
-    qt = nq - 1 - pos / BH;
-    bh = pos % BH;
+    const int grp = pos / (hg * nq), r = pos % (hg * nq), f = grp * hg;
+    const int n = BH - f < hg ? BH - f : hg;   /* the last group may be smaller */
+    qt = nq - 1 - r / n;
+    bh = f + r % n;
     return true;
 }
 
@@ -289,10 +315,10 @@ template <int D> __device__ void producer(const tmap_t *tq, const tmap_t *tk, co
 {
     typedef lay<D> L;
     const unsigned bars = base + L::BARS;
-    const int T = BH * nq;
+    const int T = BH * nq, hg = heads_per_group(BH, nq, D);
     int g = 0;   /* K/V tiles issued so far, over all of this block's query tiles */
     int bh, qt;
-    for (int i = 0; tile_of(i, T, BH, nq, bh, qt); i++) {
+    for (int i = 0; tile_of(i, T, BH, nq, hg, bh, qt); i++) {
         mbar_wait(EMPTYQ(bars), (i & 1) ^ 1);   /* both warpgroups' last Q K^T is done */
         mbar_expect_tx(FULLQ(bars), L::TILE);
 #pragma unroll
@@ -321,7 +347,7 @@ template <int D> __device__ void consumer(__nv_bfloat16 *out, int BH, int S, uns
     typedef lay<D> L;
     const unsigned bars = base + L::BARS;
     const int t = threadIdx.x & 127, w = t >> 5, lane = t & 31;
-    const int nq = (S + 127) / 128, T = BH * nq;
+    const int nq = (S + 127) / 128, T = BH * nq, hg = heads_per_group(BH, nq, D);
     const int me = 1 + c, other = 2 - c;   /* named barriers 1 and 2: the issue token */
     const unsigned sq = base + c * 8192;   /* this warpgroup's 64 rows in each half */
     const float sl2 = 1.4426950408889634f * rsqrtf((float)D);
@@ -330,9 +356,9 @@ template <int D> __device__ void consumer(__nv_bfloat16 *out, int BH, int S, uns
 
     if (c == 0)
         bar_arrive(1, 256);   /* warpgroup 1 holds the token first */
-    for (int i = 0; tile_of(i, T, BH, nq, bh, qt); i++) {
+    for (int i = 0; tile_of(i, T, BH, nq, hg, bh, qt); i++) {
         int nbh, nqt;
-        const bool last = !tile_of(i + 1, T, BH, nq, nbh, nqt);
+        const bool last = !tile_of(i + 1, T, BH, nq, hg, nbh, nqt);
         const int nkv = qt + 1;
         float o[D / 2], s[64], m[2], l[2] = { 0.f, 0.f }, corr[2] = { 1.f, 1.f };
         unsigned p[32];
