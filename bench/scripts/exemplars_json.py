@@ -26,7 +26,8 @@ import tarfile
 import tempfile
 
 COMPUTE_BASELINE = {"matmul_bf16": "cuBLAS", "matmul_bf16_8192": "cuBLAS", "matmul_f32": "cuBLAS",
-                    "causal_attention_bf16": "SDPA", "causal_attention_bf16_b8h16": "SDPA"}
+                    "causal_attention_bf16": "SDPA", "causal_attention_bf16_b8h16": "SDPA",
+                    "conv2d_f32": "cuDNN"}
 # tasks whose torch is a GEMM plus an epilogue: the faster of eager (cuBLAS, then GELU) and
 # torch.compile (which may fuse it)
 BEST_OF_TORCH = {"matmul_bias_gelu_bf16": "torch best (cuBLAS+GELU eager / compile)"}
@@ -130,6 +131,7 @@ def main():
                                     if r["task"] == "matmul_bias_gelu_bf16"],
         "attention_vs_sdpa": [r["vs_torch"] for r in seeds
                               if r["task"] == "causal_attention_bf16"],
+        "conv2d_f32_vs_cudnn": [r["vs_torch"] for r in seeds if r["task"] == "conv2d_f32"],
         "attention_b8h16_vs_sdpa": [r["vs_torch"] for r in seeds
                                     if r["task"] == "causal_attention_bf16_b8h16"],
     }
