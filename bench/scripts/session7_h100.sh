@@ -23,7 +23,7 @@ PROFILE="matmul_bf16 matmul_bias_gelu_bf16 causal_attention_bf16 conv2d_f32" \
            bench/tasks/causal_attention_bf16_b8h16.cu:examples/seeds/causal_attention_bf16.cu" \
     bash bench/scripts/exemplars_h100.sh "$B" "$OUT/ex" /tmp/kevo-novariants > "$OUT/ex.log" 2>&1
 echo "exemplars: exit $?"; tail -3 "$OUT/ex.log"
-export KEVO_CACHE_DIR=/tmp/kevo-session7-cache
+export KEVO_CACHE_DIR=/tmp/kevo-session7-cache KEVO_DATA_DIR=$PWD   # the suite and its seeds: this tree
 "$B/kevo" run tasks/level1/matmul_bf16.cu --budget 4 --archive "$OUT/run.db" > "$OUT/run.txt" 2>&1
 echo "run: exit $?"; tail -8 "$OUT/run.txt"
 "$B/kevo" export 1 --archive "$OUT/run.db" --out "$OUT/export" > "$OUT/export.txt" 2>&1
