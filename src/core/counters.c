@@ -9,7 +9,7 @@
 const char *const kevo_counters[] = {
     KEVO_CTR_TIME, KEVO_CTR_DRAM_PCT, KEVO_CTR_DRAM_RD, KEVO_CTR_DRAM_WR, KEVO_CTR_L2_HIT,
     KEVO_CTR_L1_HIT, KEVO_CTR_SM_PCT, KEVO_CTR_HMMA, KEVO_CTR_GMMA, KEVO_CTR_WARPS,
-    KEVO_CTR_LOCAL_LD, KEVO_CTR_LOCAL_ST,
+    KEVO_CTR_LOCAL_LD, KEVO_CTR_LOCAL_ST, KEVO_CTR_SM_HZ,
     STALL("barrier"), STALL("branch_resolving"), STALL("dispatch_stall"), STALL("drain"),
     STALL("gmma"), STALL("imc_miss"), STALL("lg_throttle"), STALL("long_scoreboard"),
     STALL("math_pipe_throttle"), STALL("membar"), STALL("mio_throttle"), STALL("misc"),

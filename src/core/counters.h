@@ -19,6 +19,8 @@
 #define KEVO_CTR_WARPS    "sm__warps_active.avg.pct_of_peak_sustained_active"
 #define KEVO_CTR_LOCAL_LD "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"
 #define KEVO_CTR_LOCAL_ST "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
+/* the SM clock the kernel ran at (Hz): stall cycles per issue and shares of peak depend on it */
+#define KEVO_CTR_SM_HZ    "sm__cycles_elapsed.avg.per_second"
 /* warp stall reasons: KEVO_CTR_STALL_PFX <reason> KEVO_CTR_STALL_SFX, cycles per issue */
 #define KEVO_CTR_STALL_PFX "smsp__average_warps_issue_stalled_"
 #define KEVO_CTR_STALL_SFX "_per_issue_active.ratio"

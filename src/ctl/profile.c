@@ -47,11 +47,12 @@
 #define M_WARPS    KEVO_CTR_WARPS
 #define M_LOCAL_LD KEVO_CTR_LOCAL_LD
 #define M_LOCAL_ST KEVO_CTR_LOCAL_ST
+#define M_SM_HZ    KEVO_CTR_SM_HZ
 #define STALL_PFX  KEVO_CTR_STALL_PFX
 #define STALL_SFX  KEVO_CTR_STALL_SFX
 #define METRICS                                                                               \
     M_TIME "," M_DRAM_PCT "," M_DRAM_RD "," M_DRAM_WR "," M_L2_HIT "," M_L1_HIT "," M_SM_PCT \
-    "," M_HMMA "," M_GMMA "," M_WARPS "," M_LOCAL_LD "," M_LOCAL_ST                          \
+    "," M_HMMA "," M_GMMA "," M_WARPS "," M_LOCAL_LD "," M_LOCAL_ST "," M_SM_HZ              \
     ",regex:" STALL_PFX ".*" "_per_issue_active\\.ratio"
 
 #define CSV_MAX_FIELDS 64
@@ -212,20 +213,36 @@ static const struct unit time_units[] = {   /* to ns */
     { "ns", 1 }, { "nsecond", 1 }, { "us", 1e3 }, { "usecond", 1e3 }, { "ms", 1e6 },
     { "msecond", 1e6 }, { "s", 1e9 }, { "second", 1e9 }, { NULL, 0 },
 };
+static const struct unit freq_units[] = {    /* to Hz */
+    { "hz", 1 }, { "Hz", 1 }, { "cycle/second", 1 }, { "cycle/s", 1 }, { "Khz", 1e3 },
+    { "KHz", 1e3 }, { "Mhz", 1e6 }, { "MHz", 1e6 }, { "Ghz", 1e9 }, { "GHz", 1e9 },
+    { "cycle/usecond", 1e6 }, { "cycle/us", 1e6 }, { "cycle/nsecond", 1e9 }, { "cycle/ns", 1e9 },
+    { NULL, 0 },
+};
 static const struct unit byte_units[] = {    /* to bytes */
     { "byte", 1 }, { "Kbyte", 1e3 }, { "Mbyte", 1e6 }, { "Gbyte", 1e9 }, { "Tbyte", 1e12 },
     { "B", 1 }, { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "KiB", 1024.0 },
     { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { NULL, 0 },
 };
 
-/* The factor that takes metric's values in unit to ns (the duration) or bytes (byte
- * counts); 1 for every other metric. -1 for a unit it does not know. */
+/* The factor that takes metric's values in unit to ns (the duration), bytes (byte counts)
+ * or Hz (the SM clock); 1 for every other metric. -1 for a unit it does not know, except
+ * the clock's, which is only left out (NaN): a figure for reading, no reason to fail. */
 static int unit_scale(const char *metric, const char *unit, double *scale)
 {
     size_t ml = strlen(metric);
     const struct unit *u = NULL;
 
     *scale = 1;
+    if (!strcmp(metric, M_SM_HZ)) {
+        for (u = freq_units; u->name; u++)
+            if (!strcmp(unit, u->name)) {
+                *scale = u->factor;
+                return 0;
+            }
+        *scale = NAN;
+        return 0;
+    }
     if (!strcmp(metric, M_TIME))
         u = time_units;
     else if (strstr(metric, "bytes") && ml > 4 && !strcmp(metric + ml - 4, ".sum"))
@@ -300,7 +317,8 @@ static enum kevo_status row(struct parse *p, char **f)
         return bad(p, "%s: value \"%.40s\" is not a number", metric, val);
     if (unit_scale(metric, f[p->col[C_UNIT]], &scale))
         return bad(p, "%s: unknown unit \"%.20s\"", metric, f[p->col[C_UNIT]]);
-    json_object_set_new(json_object_get(l, "m"), metric, json_real(v * scale));
+    json_object_set_new(json_object_get(l, "m"), metric,
+                        isfinite(v * scale) ? json_real(v * scale) : json_null());
     return KEVO_OK;
 }
 
@@ -355,10 +373,10 @@ static enum kevo_status read_lines(struct parse *p, char *text)
 /* ---- launches into kernel entries ---- */
 
 /* The figures of an entry, each derived per launch; NaN where a launch lacks it. */
-enum fig { F_TIME, F_GBPS, F_DRAM, F_L2, F_L1, F_SM, F_TENSOR, F_OCC, F_SPILL, N_FIGS };
+enum fig { F_TIME, F_GBPS, F_DRAM, F_L2, F_L1, F_SM, F_TENSOR, F_OCC, F_SPILL, F_MHZ, N_FIGS };
 static const char *const fig_names[N_FIGS] = {
     "time_us", "dram_gbps", "dram_pct_of_peak", "l2_hit_pct", "l1_hit_pct", "sm_pct",
-    "tensor_pct", "achieved_occupancy_pct", "spill_bytes",
+    "tensor_pct", "achieved_occupancy_pct", "spill_bytes", "sm_clock_mhz",
 };
 
 static double mval(const json_t *m, const char *k)
@@ -388,6 +406,7 @@ static void launch_figs(const json_t *m, double *v)
     v[F_TENSOR] = fmax(mval(m, M_HMMA), mval(m, M_GMMA));         /* NaN only when both are */
     v[F_OCC] = mval(m, M_WARPS);
     v[F_SPILL] = sum_present(mval(m, M_LOCAL_LD), mval(m, M_LOCAL_ST));
+    v[F_MHZ] = mval(m, M_SM_HZ) / 1e6;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -1151,8 +1170,12 @@ static enum kevo_status run_and_parse(const struct kevo_profile_req *r, const ch
     double eval_dl = r->eval_deadline_s > 0 ? r->eval_deadline_s : DEFAULT_EVAL_DEADLINE_S;
     double limit = r->deadline_s > 0 ? r->deadline_s : 2 * eval_dl + 120;
     char n_launch[24], dev[24], dl[32], how[48];
+    /* clocks free, as kevo times and as the worker's CUPTI counts; KEVO_NCU_CLOCK=base
+     * gives ncu's own default (locked to base) for a comparison */
+    const char *ck = getenv("KEVO_NCU_CLOCK");
     const char *argv[] = {
-        ncu, "--target-processes", "all", "--cache-control", "all", "--clock-control", "none",
+        ncu, "--target-processes", "all", "--cache-control", "all", "--clock-control",
+        ck && !strcmp(ck, "base") ? "base" : "none",
         "--metrics", METRICS, "-k", re, "--launch-count", n_launch, "--csv", "--log-file",
         s->log, exe, "eval", "--no-timing", "--trials", "3", "--deadline", dl, "--backend",
         "cuda", "--device", dev, r->task_path, r->cand_path, NULL,

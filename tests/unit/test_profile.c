@@ -213,12 +213,14 @@ static void test_parse_forms(void **state)
         ROW("0", "k", "(4, 1, 1)", "dram__bytes_write.sum", "Kbyte", "1,000")
         ROW("0", "k", "(4, 1, 1)", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", "%", "40")
         ROW("0", "k", "(4, 1, 1)", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "%", "2")
+        ROW("0", "k", "(4, 1, 1)", "sm__cycles_elapsed.avg.per_second", "cycle/nsecond", "1.98")
         ROW("1", "k", "(4, 1, 1)", "gpu__time_duration.sum", "ns", "1,000")
         ROW("2", "k", "(4, 1, 1)", "gpu__time_duration.sum", "msecond", "0.002")
         ROW("3", "k", "(8, 2, 1)", "gpu__time_duration.sum", "ns", "800")
         ROW("3", "k", "(8, 2, 1)", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", "", "n/a")
         ROW("3", "k", "(8, 2, 1)", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "", "n/a")
         ROW("3", "k", "(8, 2, 1)", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", "byte", "4,096")
+        ROW("3", "k", "(8, 2, 1)", "sm__cycles_elapsed.avg.per_second", "furlong/week", "7")
         ROW("4", "odd\"\"name", "(1, 1, 1)", "gpu__time_duration.sum", "ns", "10")
         "\n==PROF== Disconnected from process 7\n";
     json_t *p = parse_ok(t), *ks = json_object_get(p, "kernels"), *k;
@@ -229,6 +231,7 @@ static void test_parse_forms(void **state)
     assert_near(num(k, "time_us"), 1.5, 1e-9);               /* 1.5, 1.0, 2.0 us */
     assert_near(num(k, "dram_gbps"), 4e6 / 1500, 1e-9);      /* only launch 0 has bytes */
     assert_near(num(k, "tensor_pct"), 40, 1e-9);             /* gmma's, the larger */
+    assert_near(num(k, "sm_clock_mhz"), 1980, 1e-6);          /* 1.98 cycles per ns */
     assert_null(json_object_get(k, "sm_pct"));               /* never measured: absent */
     assert_null(json_object_get(k, "spill_bytes"));
     assert_int_equal(json_array_size(json_object_get(k, "stalls")), 0);
@@ -236,6 +239,7 @@ static void test_parse_forms(void **state)
     assert_dims(json_object_get(k, "grid"), 8, 2, 1);
     assert_null(json_object_get(k, "tensor_pct"));           /* both n/a: absent */
     assert_int_equal(json_integer_value(json_object_get(k, "spill_bytes")), 4096);
+    assert_null(json_object_get(k, "sm_clock_mhz"));         /* a clock unit kevo does not know */
     assert_string_equal(json_string_value(json_object_get(json_array_get(ks, 2), "name")),
                         "odd\"name");
     json_decref(p);
