@@ -30,8 +30,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* The playbook section's default budget in characters (about 6,000 tokens). */
-#define KEVO_PLAYBOOK_CHARS ((size_t)24000)
+/* The playbook section's default budget in characters (about 10,000 tokens): room for the
+ * largest exemplar (FA3-style attention, 26 KB) after its note. */
+#define KEVO_PLAYBOOK_CHARS ((size_t)40000)
 #define KEVO_PLAYBOOK_NOTES 3          /* notes chosen by score, besides those asked for */
 
 struct kevo_playbook_req {

@@ -207,6 +207,15 @@ static void test_gemm_exemplar(void **state)
     assert_non_null(strstr(usr, "### Exemplar: examples/seeds/matmul_f32.cu\n"));
     assert_null(strstr(usr, "examples/seeds/matmul_bf16.cu"));
     kevo_free(usr);
+    /* the fused-epilogue GEMM and attention get their own, the largest exemplar included */
+    usr = suite_prompt("tasks/level2/matmul_bias_gelu_bf16.cu", "generate", NULL, NULL, 0);
+    assert_non_null(strstr(usr, "### Exemplar: examples/seeds/matmul_bias_gelu_bf16.cu\n"));
+    kevo_free(usr);
+    usr = suite_prompt("tasks/level3/causal_attention_bf16.cu", "generate", NULL, NULL, 0);
+    assert_non_null(strstr(usr, "### Exemplar: examples/seeds/causal_attention_bf16.cu\n"));
+    assert_non_null(strstr(usr, "cp.async.bulk.tensor"));
+    assert_true(section_len(usr) <= KEVO_PLAYBOOK_CHARS + 200);
+    kevo_free(usr);
 }
 
 /* Row reductions (memory-bound) get the row-reduction note and their own exemplar. */
