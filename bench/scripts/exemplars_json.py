@@ -30,7 +30,8 @@ COMPUTE_BASELINE = {"matmul_bf16": "cuBLAS", "matmul_bf16_8192": "cuBLAS", "matm
                     "conv2d_f32": "cuDNN"}
 # tasks whose torch is a GEMM plus an epilogue: the faster of eager (cuBLAS, then GELU) and
 # torch.compile (which may fuse it)
-BEST_OF_TORCH = {"matmul_bias_gelu_bf16": "torch best (cuBLAS+GELU eager / compile)"}
+BEST_OF_TORCH = {"matmul_bias_gelu_bf16": "torch best (cuBLAS+GELU eager / compile)",
+                 "swiglu_matmul_bf16": "torch best (2 cuBLAS+SwiGLU eager / compile)"}
 
 
 def unit_of(task_path):
