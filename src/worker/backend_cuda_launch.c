@@ -273,13 +273,12 @@ static CUtensorMapDataType tmap_dtype(enum kevo_dtype t)
     }
 }
 
-/* The 128 bytes of tensor map v (the call's tm[v->i]) into out: zeros for rank 0 (a tensor
+/* The 128 bytes of tensor map t of the buffer at ptr into out: zeros for rank 0 (a tensor
  * the TMA unit cannot describe), else the driver's encoding; its refusal is the launch's. */
-static enum kevo_status encode_tmap(struct cuda_ctx *c, const struct kevo_call *call,
-                                    const struct kevo_val *v, const char *kernel, int a,
-                                    uint64_t out[16], struct kevo_buf *err)
+static enum kevo_status encode_tmap(struct cuda_ctx *c, const struct kevo_tmap_spec *t,
+                                    uint64_t ptr, const char *kernel, int a, uint64_t out[16],
+                                    struct kevo_buf *err)
 {
-    const struct kevo_tmap_spec *t = v->i >= 0 && v->i < call->n_tm ? &call->tm[v->i] : NULL;
     static const CUtensorMapSwizzle sw[] = { CU_TENSOR_MAP_SWIZZLE_NONE,
         CU_TENSOR_MAP_SWIZZLE_32B, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B };
     cuuint32_t one[KEVO_TMAP_MAX_RANK] = { 1, 1, 1, 1, 1 };
@@ -287,14 +286,10 @@ static enum kevo_status encode_tmap(struct cuda_ctx *c, const struct kevo_call *
     CUresult r;
 
     memset(out, 0, KEVO_TMAP_BYTES);
-    if (!t) {
-        kevo_buf_say(err, "kernel '%s': argument %d names no tensor map", kernel, a);
-        return KEVO_ERR_LAUNCH;
-    }
     if (t->rank == 0)
         return KEVO_OK;
     r = c->d->cuTensorMapEncodeTiled(&m, tmap_dtype(t->dtype), (cuuint32_t)t->rank,
-                                     (void *)(uintptr_t)v->ptr, t->dims, t->strides, t->box,
+                                     (void *)(uintptr_t)ptr, t->dims, t->strides, t->box,
                                      one, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                      sw[t->swizzle == 128 ? 3 : t->swizzle / 32],
                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -353,8 +348,12 @@ enum kevo_status kevo_cuda_prepare_one(struct cuda_ctx *c, struct kevo_module *m
     for (int a = 0; a < call->n_args; a++) {
         const struct kevo_val *v = &call->args[a];
         st = kevo_backend_cuda_marshal_arg(v, e->fi.param_size[a], e->name, a, &p->argv[a], err);
-        if (!st && v->kind == KEVO_VAL_TMAP)
-            st = encode_tmap(c, call, v, e->name, a, p->tmap[v->i], err);
+        if (!st && v->kind == KEVO_VAL_TMAP && (v->i < 0 || v->i >= call->n_tm)) {
+            kevo_buf_say(err, "kernel '%s': argument %d names no tensor map", e->name, a);
+            st = KEVO_ERR_LAUNCH;
+        } else if (!st && v->kind == KEVO_VAL_TMAP) {
+            st = encode_tmap(c, &call->tm[v->i], v->ptr, e->name, a, p->tmap[v->i], err);
+        }
         if (st)
             return st;
         p->argp[a] = v->kind == KEVO_VAL_TMAP ? (void *)p->tmap[v->i] : (void *)&p->argv[a];

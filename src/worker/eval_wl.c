@@ -264,6 +264,7 @@ static enum kevo_status resolve_call(const struct kevo_ev *e, const struct kevo_
     }
     if (!st)
         st = eval_dim(env, l->smem, 0, &c->smem, "smem", why, whylen);
+    c->n_tm = 0;
     for (c->n_args = 0; c->n_args < l->n_args && !st; c->n_args++) {
         const struct kevo_arg *a = &l->args[c->n_args];
         memset(&c->args[c->n_args], 0, sizeof c->args[c->n_args]);
