@@ -9,14 +9,7 @@ set -u
 B=$1
 OUT=$2
 mkdir -p "$OUT" /tmp/kevo-novariants
-python3 bench/scripts/sized_task.py tasks/level1/matmul_bf16.cu matmul_bf16_8192 \
-    bench/tasks/matmul_bf16_8192.cu "M=8192 N=8192 K=8192"
-# the B=8 H=16 S=2048 D=128 shape and a small one for the sanitizers, from the suite task
-python3 bench/scripts/sized_task.py tasks/level3/causal_attention_bf16.cu \
-    causal_attention_bf16_b8h16 bench/tasks/causal_attention_bf16_b8h16.cu "B=8 H=16 S=2048 D=128"
-python3 bench/scripts/sized_task.py tasks/level3/causal_attention_bf16.cu \
-    causal_attention_bf16_small bench/tasks/causal_attention_bf16_small.cu \
-    "B=1 H=3 S=300 D=128" "B=2 H=1 S=257 D=64"
+bash bench/scripts/bench_tasks.sh
 export LD_LIBRARY_PATH=$PWD/$B/devlib:${LD_LIBRARY_PATH:-}
 PROFILE="matmul_bf16 matmul_bias_gelu_bf16 causal_attention_bf16 conv2d_f32" \
     EXTRA="bench/tasks/matmul_bf16_8192.cu:examples/seeds/matmul_bf16.cu

@@ -722,14 +722,27 @@ static enum kevo_status launch_defaults(struct parser *p, struct kevo_launch *L)
     return KEVO_OK;
 }
 
+/* KEY=VALUE at t: KEY's index among keys[0..n) (-1: another, or no '='), its length in
+ * *kl and VALUE in *v. */
+static int key_value(struct tok t, const char *const *keys, int n, size_t *kl, struct tok *v)
+{
+    const char *eq = memchr(t.s, '=', t.len);
+
+    *kl = eq ? (size_t)(eq - t.s) : t.len;
+    *v = (struct tok){ t.s + *kl + !!eq, t.len - *kl - !!eq, t.col + (int)*kl + 1 };
+    for (int i = 0; eq && i < n; i++)
+        if (eq_n(t.s, *kl, keys[i]))
+            return i;
+    return -1;
+}
+
 static enum kevo_status launch_key(struct parser *p, int li, struct tok t, int *seen)
 {
+    static const char *const keys[] = { "grid", "block", "smem" };
     struct kevo_launch *L = &p->t->launches[li];
-    const char *eq = memchr(t.s, '=', t.len);
-    size_t kl = eq ? (size_t)(eq - t.s) : t.len;
-    struct tok v = { t.s + kl + !!eq, t.len - kl - !!eq, t.col + (int)kl + 1 };
-    int k = !eq ? -1 : eq_n(t.s, kl, "grid") ? 0 : eq_n(t.s, kl, "block") ? 1
-                     : eq_n(t.s, kl, "smem") ? 2 : -1;
+    size_t kl;
+    struct tok v;
+    int k = key_value(t, keys, 3, &kl, &v);
     char b[200];
 
     if (k < 0)
@@ -835,12 +848,11 @@ static enum kevo_status tmap_list(struct parser *p, int mi, enum rec_kind kind, 
 /* One KEY=VALUE of a tmap line; seen[] catches repeats, *shape_n is shape's length. */
 static enum kevo_status tmap_key(struct parser *p, int mi, struct tok t, int *seen, int *shape_n)
 {
+    static const char *const keys[] = { "box", "shape", "swizzle" };
     struct kevo_tmap *m = &p->t->tmaps[mi];
-    const char *eq = memchr(t.s, '=', t.len);
-    size_t kl = eq ? (size_t)(eq - t.s) : t.len;
-    struct tok v = { t.s + kl + !!eq, t.len - kl - !!eq, t.col + (int)kl + 1 };
-    int k = !eq ? -1 : eq_n(t.s, kl, "box") ? 0 : eq_n(t.s, kl, "shape") ? 1
-                     : eq_n(t.s, kl, "swizzle") ? 2 : -1;
+    size_t kl;
+    struct tok v;
+    int k = key_value(t, keys, 3, &kl, &v);
     char b[200];
 
     if (k < 0)
