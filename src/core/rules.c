@@ -366,10 +366,16 @@ int kevo_rules_launch(const struct kevo_task *task, const struct kevo_task *src,
 
     if (src->lang == KEVO_LANG_CUDA && cuda_dims(l, env, why, n))
         return 1;
-    for (int k = 0; k < l->n_args; k++) {
+    for (int k = 0, maps = 0; k < l->n_args; k++) {
         struct kevo_tmap_spec sp;
-        if (l->args[k].kind == KEVO_ARG_TMAP &&
-            kevo_rules_tmap(task, src, l->args[k].index, env, &sp, why, n))
+        if (l->args[k].kind != KEVO_ARG_TMAP)
+            continue;
+        if (++maps > KEVO_RULES_TMAPS_PER_LAUNCH) {
+            snprintf(why, n, "more than %d tensor maps in one launch (argument %d)",
+                     KEVO_RULES_TMAPS_PER_LAUNCH, k + 1);
+            return 1;
+        }
+        if (kevo_rules_tmap(task, src, l->args[k].index, env, &sp, why, n))
             return 1;
     }
     if (!proto || proto->n_params < 0)

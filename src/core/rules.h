@@ -42,7 +42,8 @@ void kevo_rules_protos_free(struct kevo_cproto *protos, int n);   /* NULL: no-op
  * parameter 4 of 'f', 'int' (-2147483648..2147483647)"):
  *   - the number of arguments is the kernel's; a tensor goes to a pointer and a value to
  *     what kevo knows is not one (a typedef it does not know is not judged); a tensor map
- *     to neither a pointer nor a number, and it keeps kevo_rules_tmap;
+ *     to neither a pointer nor a number, and it keeps kevo_rules_tmap (at most
+ *     KEVO_RULES_TMAPS_PER_LAUNCH of them);
  *   - each integer argument (an expression, an integer scalar) fits its parameter: C
  *     types by their range (LP64), CUDA parameters by their size as signed values, as the
  *     CUDA backend passes them;
@@ -67,6 +68,8 @@ struct kevo_tmap_spec {
     uint64_t strides[KEVO_TMAP_MAX_RANK - 1];   /* bytes, of dims[1..] */
     uint32_t box[KEVO_TMAP_MAX_RANK];
 };
+
+#define KEVO_RULES_TMAPS_PER_LAUNCH 8   /* tensor-map arguments of one launch, at most */
 
 /*
  * Tensor map m of src under env into *out. 0 when it keeps the rules; else 1 with why:

@@ -79,7 +79,7 @@ struct kevo_val {
     double f;
 };
 
-#define KEVO_CALL_MAX_TMAPS 8     /* tensor-map arguments of one launch */
+#define KEVO_CALL_MAX_TMAPS KEVO_RULES_TMAPS_PER_LAUNCH   /* tensor-map arguments of one launch */
 
 /*
  * A call whose entry is KEVO_ENTRY_FILL is not a kernel: it fills args[1].i bytes at

@@ -235,6 +235,18 @@ static void test_tmap(void **state)
     expect_bad("t.cu", TMA_TASK, "// kevo tmap ta a box=[16, 8] shape=[M, K/2]\n"
                "// kevo launch g grid=1 block=128 (c, ta, M)\n" TMA_KERNEL,
                "shape has 131072 elements, 'a' 262144");
+    /* nine maps in one launch: more than the harness encodes */
+    expect_bad("t.cu", TMA_TASK, "// kevo tmap t1 a box=[8, 8]\n// kevo tmap t2 a box=[8, 8]\n"
+               "// kevo tmap t3 a box=[8, 8]\n// kevo tmap t4 a box=[8, 8]\n"
+               "// kevo tmap t5 a box=[8, 8]\n// kevo tmap t6 a box=[8, 8]\n"
+               "// kevo tmap t7 a box=[8, 8]\n// kevo tmap t8 a box=[8, 8]\n"
+               "// kevo tmap t9 a box=[8, 8]\n"
+               "// kevo launch g9 grid=1 block=1 (t1, t2, t3, t4, t5, t6, t7, t8, t9)\n"
+               "struct __align__(64) tm_t { unsigned long long v[16]; };\n"
+               "extern \"C\" __global__ void g9(tm_t a, tm_t b, tm_t c, tm_t d, tm_t e, tm_t f, "
+               "tm_t g, tm_t h, tm_t i) {}\n",
+               "cand.cu:10: error: launch of 'g9': more than 8 tensor maps in one launch "
+               "(argument 9)");
     /* the map goes to its own 128-byte struct, not to a pointer */
     expect_bad("t.cu", TMA_TASK, "// kevo tmap ta a box=[128, 64]\n"
                "// kevo launch g grid=1 block=128 (c, ta, M)\n"
