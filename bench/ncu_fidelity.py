@@ -11,19 +11,21 @@ dev = open(os.path.join(d, "device.txt")).read().split("\n")
 rows = []
 
 
-def ncu_groups(path):
+def ncu_groups(path, metric="gpu__time_duration.sum"):
+    """metric's value (us for times, MHz for clocks) of each launch, grouped by workload."""
     text = open(path).read()
     start = text.find('"ID"')
     if start < 0:
         return []
     groups, order = {}, []
     for r in csv.DictReader(io.StringIO(text[start:])):
-        if r.get("Metric Name") != "gpu__time_duration.sum":
+        if r.get("Metric Name") != metric:
             continue
         key = (r.get("Grid Size"), r.get("Block Size"))
         v = float(r["Metric Value"].replace(",", ""))
         unit = r.get("Metric Unit", "")
         v = v / 1e3 if unit in ("nsecond", "ns") else v * 1e3 if unit in ("msecond", "ms") else v
+        v = v / 1e6 if unit in ("hz", "Hz") else v * 1e3 if unit == "Ghz" else v
         if key not in groups:
             groups[key] = []
             order.append(key)
@@ -50,12 +52,15 @@ for f in sorted(glob.glob(os.path.join(d, "kevo-*.json"))):
     verdict, ws = medians(f)
     _, olds = medians(os.path.join(d, "old-%s.json" % k))
     groups = ncu_groups(os.path.join(d, "ncu-%s.csv" % k))
+    clocks = ncu_groups(os.path.join(d, "ncu-%s.csv" % k), "sm__cycles_elapsed.avg.per_second")
     for i, (sizes, med, batch, mhz, clock) in enumerate(ws):
         row = {"kernel": k, "workload": sizes, "verdict": verdict, "kevo_clock": clock,
                "kevo_median_us": med * 1e6 if med else None, "kevo_batch": batch,
                "kevo_sm_clock_mhz": mhz,
                "ncu_median_us": statistics.median(groups[i]) if i < len(groups) else None,
                "ncu_launches": len(groups[i]) if i < len(groups) else 0}
+        if i < len(clocks) and clocks[i]:
+            row["ncu_sm_clock_mhz"] = statistics.median(clocks[i])
         if i < len(olds) and olds[i][1]:
             row["kevo_before_median_us"] = olds[i][1] * 1e6
         if row["kevo_median_us"] and row["ncu_median_us"]:
@@ -77,20 +82,23 @@ doc = {"device": dev[0], "date": dev[1] if len(dev) > 1 else "",
        "command": "OUT=DIR bench/ncu_fidelity.sh build/kevo OLD_KEVO; "
                   "bench/ncu_fidelity.py DIR " + os.path.basename(dest),
        "ncu": "ncu --target-processes all --cache-control all --clock-control none "
-              "--metrics gpu__time_duration.sum -k regex:^KERNEL$ (median over the "
-              "verification launches of each workload)",
+              "--metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second "
+              "-k regex:^KERNEL$ (median over the verification launches of each workload)",
        "rows": rows, "repeatability": rep}
 json.dump(doc, open(dest, "w"), indent=1)
-print("%-16s %-28s %10s %10s %10s %8s %8s" % ("kernel", "workload", "kevo_us", "before_us",
-                                              "ncu_us", "kevo/ncu", "bef/ncu"))
+print("%-16s %-28s %10s %10s %10s %8s %8s %6s %6s" % ("kernel", "workload", "kevo_us",
+                                                      "before_us", "ncu_us", "kevo/ncu",
+                                                      "bef/ncu", "k.MHz", "n.MHz"))
 for r in rows:
-    print("%-16s %-28s %10s %10s %10s %8s %8s" % (
+    print("%-16s %-28s %10s %10s %10s %8s %8s %6s %6s" % (
         r["kernel"], json.dumps(r["workload"])[:28],
         "%.3f" % r["kevo_median_us"] if r["kevo_median_us"] else "-",
         "%.3f" % r["kevo_before_median_us"] if r.get("kevo_before_median_us") else "-",
         "%.3f" % r["ncu_median_us"] if r["ncu_median_us"] else "-",
         "%.4f" % r["kevo_over_ncu"] if r.get("kevo_over_ncu") else "-",
-        "%.4f" % r["before_over_ncu"] if r.get("before_over_ncu") else "-"))
+        "%.4f" % r["before_over_ncu"] if r.get("before_over_ncu") else "-",
+        "%.0f" % r["kevo_sm_clock_mhz"] if r.get("kevo_sm_clock_mhz") else "-",
+        "%.0f" % r["ncu_sm_clock_mhz"] if r.get("ncu_sm_clock_mhz") else "-"))
 for r in rep:
     print("repeat %-12s %-28s max/min %.4f  %s" % (r["kernel"], json.dumps(r["workload"])[:28],
                                                    r["max_over_min"],

@@ -14,6 +14,8 @@
  *   kevo_harness_evict      reads a buffer of 2 x L2, so L2 ends up holding its clean lines:
  *                           whatever was cached before, dirty lines included, is written back
  *                           and evicted now, not during the timed kernel that follows.
+ *   kevo_harness_discard    then drops those clean lines: an L2 of invalid lines.
+ *   kevo_harness_icache     before both: code that overflows the SMs' instruction caches.
  *
  * Stand-alone check: nvcc -arch=sm_90a -cubin kernels/harness.cu -o /tmp/harness.cubin
  * Variants: none. Every kernel is extern "C" so the host finds it by its name.
@@ -96,6 +98,35 @@ extern "C" __global__ void kevo_harness_discard(char *p, unsigned long long line
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
          i < lines; i += (unsigned long long)gridDim.x * blockDim.x)
         asm volatile("discard.global.L2 [%0], 128;" : : "l"(p + 128 * i) : "memory");
+}
+/* Before kevo_harness_evict: straight-line code larger than an SM's instruction caches
+ * (KV_ICACHE_INSNS FFMA of 16 bytes = 256 KiB; an H100 SM's L0 + L1 instruction caches hold
+ * far less), run by a warp on each SM sub-partition, so the timed kernel fetches its own
+ * instructions (and its parameters' constant lines, which share the L1.5 cache) from
+ * DRAM, as under Nsight Compute's cache control (bench/results/2026-11-25-h100-icache/). A
+ * launch only reads the caches warm if something else left them so: a candidate's code
+ * is cold in any program that runs other kernels between its calls. The FMAs run in four
+ * independent chains (no folding: rn FMAs do not reassociate) and reach *sink only if
+ * their sum equals key, which the caller makes impossible. */
+#define KV_ICACHE_1 "fma.rn.f32 %0,%0,%4,%5;fma.rn.f32 %1,%1,%4,%5;" \
+                    "fma.rn.f32 %2,%2,%4,%5;fma.rn.f32 %3,%3,%4,%5;"
+#define KV_ICACHE_4 KV_ICACHE_1 KV_ICACHE_1 KV_ICACHE_1 KV_ICACHE_1
+#define KV_ICACHE_16 KV_ICACHE_4 KV_ICACHE_4 KV_ICACHE_4 KV_ICACHE_4
+#define KV_ICACHE_64 KV_ICACHE_16 KV_ICACHE_16 KV_ICACHE_16 KV_ICACHE_16
+#define KV_ICACHE_256 KV_ICACHE_64 KV_ICACHE_64 KV_ICACHE_64 KV_ICACHE_64
+#define KV_ICACHE_STMT asm volatile(KV_ICACHE_256 : "+f"(x0), "+f"(x1), "+f"(x2), "+f"(x3) \
+                                    : "f"(a), "f"(b));
+#define KV_ICACHE_STMT4 KV_ICACHE_STMT KV_ICACHE_STMT KV_ICACHE_STMT KV_ICACHE_STMT
+#define KV_ICACHE_INSNS (4 * 256 * 16)   /* FFMAs: 4 per KV_ICACHE_1, 256 per statement */
+
+extern "C" __global__ void __launch_bounds__(128) kevo_harness_icache(float *sink, float a,
+                                                                       float b, float key)
+{
+    float x0 = (float)threadIdx.x, x1 = x0 + 1.0f, x2 = x0 + 2.0f, x3 = x0 + 3.0f;
+
+    KV_ICACHE_STMT4 KV_ICACHE_STMT4 KV_ICACHE_STMT4 KV_ICACHE_STMT4
+    if (x0 + x1 + x2 + x3 == key)
+        *sink = x0;
 }
 #endif   /* KEVO_HARNESS_ON_HOST */
 

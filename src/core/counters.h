@@ -30,4 +30,22 @@
 extern const char *const kevo_counters[];
 extern const int kevo_counters_count;
 
+#define KEVO_COUNTERS_EXTRA_MAX 16   /* metrics of one's own choice, after kevo's */
+#define KEVO_COUNTER_NAME_MAX 127    /* characters of one such name */
+
+/* A collection's metric list: kevo's counters, then the extras (owned by the list). */
+struct kevo_counter_list {
+    const char *name[64 + KEVO_COUNTERS_EXTRA_MAX];
+    int n;
+    char extra[KEVO_COUNTERS_EXTRA_MAX][KEVO_COUNTER_NAME_MAX + 1];
+};
+
+/*
+ * Fill l with kevo's counters, then the metrics of extra ("a,b,c", KEVO_PROFILE_EXTRA;
+ * NULL or "" for none) that are spelled as perfworks names ([a-z0-9_.]+, at most
+ * KEVO_COUNTER_NAME_MAX characters) and are not on the list yet, at most
+ * KEVO_COUNTERS_EXTRA_MAX of them. Returns how many of extra's entries were left out.
+ */
+int kevo_counters_list(struct kevo_counter_list *l, const char *extra);
+
 #endif

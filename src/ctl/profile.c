@@ -492,6 +492,40 @@ static json_t *stalls_of(const json_t *launches, double *work)
     return out;
 }
 
+static int is_kevo_counter(const char *metric)
+{
+    for (int k = 0; k < kevo_counters_count; k++) {
+        if (!strcmp(kevo_counters[k], metric))
+            return 1;
+    }
+    return 0;
+}
+
+/* The median of each counter of launches that is none of kevo's (KEVO_PROFILE_EXTRA's), as
+ * a new object, NULL when there are none; work holds json_array_size(launches) doubles. */
+static json_t *extra_counters(const json_t *launches, double *work)
+{
+    json_t *out = NULL, *l, *v;
+    size_t n = json_array_size(launches), i;
+    const char *k;
+
+    json_object_foreach(json_object_get(json_array_get(launches, 0), "m"), k, v) {
+        if (is_kevo_counter(k))
+            continue;
+        for (i = 0; i < n; i++) {
+            l = json_array_get(launches, i);
+            work[i] = mval(json_object_get(l, "m"), k);
+        }
+        double m = median(work, n);
+        if (isnan(m))
+            continue;
+        if (!out)
+            out = json_object();
+        json_object_set_new(out, k, json_real(m));
+    }
+    return out;
+}
+
 /* One kernel entry of the launches of one (name, grid, block). */
 static json_t *entry_of(const json_t *launches)
 {
@@ -519,6 +553,9 @@ static json_t *entry_of(const json_t *launches)
     }
     if (e)
         json_object_set_new(e, "stalls", stalls_of(launches, work));
+    json_t *extra = e ? extra_counters(launches, work) : NULL;
+    if (extra)
+        json_object_set_new(e, "counters", extra);
     kevo_free(v);
     return e;
 }

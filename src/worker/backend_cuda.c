@@ -730,7 +730,7 @@ static enum kevo_status harness_init(struct cuda_ctx *c, struct kevo_buf *err)
     static const char *const entries[] = {"kevo_harness_block", "kevo_harness_timestamp",
                                            "kevo_harness_gen", "kevo_harness_seal",
                                            "kevo_harness_judge", "kevo_harness_evict",
-                                           "kevo_harness_discard"};
+                                           "kevo_harness_discard", "kevo_harness_icache"};
     const int n_ent = (int)(sizeof entries / sizeof entries[0]);
     const struct kevo_cudrv *d = c->d;
     const struct kevo_compile_req req = {
@@ -835,6 +835,8 @@ enum kevo_status kevo_backend_open_cuda(int device, struct kevo_backend *out, st
     if (!c)
         return KEVO_ERR_NOMEM;
     kevo_buf_init(&c->msg, 1u << 16);
+    const char *warm = getenv("KEVO_WARM_ICACHE");
+    c->warm_icache = warm && strcmp(warm, "1") == 0;
     st = kevo_cudrv_load(&c->d, err);
     if (!st)
         st = open_device(c, device, err);

@@ -28,6 +28,8 @@
 #define HENT_JUDGE          4
 #define HENT_EVICT          5            /* kevo_harness_evict: the clean cold start */
 #define HENT_DISCARD        6            /* kevo_harness_discard: then an invalid L2 */
+#define HENT_ICACHE         7            /* kevo_harness_icache: cold instruction caches */
+#define ICACHE_THREADS      128          /* its block: a warp per SM sub-partition */
 #define EVICT_KEY           0x1E3779B9   /* what the evict kernel's XOR must equal to write */
 #define V_THREADS           256          /* = KV_THREADS in kernels/harness.cu */
 #define JUDGE_MAX_BLOCKS    1024         /* the judge's grid: a function of n only ... */
@@ -72,6 +74,8 @@ struct cuda_ctx {
     char cupti_why[256];                 /* why there is none */
     long kseq;                           /* kernels launched since the last cupti mark */
     double launch_gap_s;                 /* the GPU's launch latency (CUPTI: measured) */
+    int warm_icache;                     /* KEVO_WARM_ICACHE=1: cold starts keep the SMs'
+                                            instruction caches (a comparison, not a mode) */
 };
 
 /* A page-locked host block. Pinning costs ~0.1 s per GiB, so freed blocks are kept (up to
@@ -96,6 +100,10 @@ struct prepared {
     uint64_t argv[KEVO_MAX_ARGS];
     void *argp[KEVO_MAX_ARGS];
     uint64_t tmap[KEVO_CALL_MAX_TMAPS][16];   /* encoded tensor maps (CUtensorMap bytes) */
+    CUfunction icache;                /* an evict: kevo_harness_icache first (NULL: warm) */
+    uint32_t icache_grid;             /*   one block per SM, argv3 = (sink, a, b, key) */
+    uint64_t argv3[4];
+    void *argp3[4];
     CUfunction discard;               /* an evict: then kevo_harness_discard (grid x V_THREADS) */
     uint32_t discard_grid;            /*   over argv2 = (buffer, 128-byte lines) */
     uint64_t argv2[2];

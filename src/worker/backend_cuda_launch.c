@@ -250,6 +250,17 @@ static enum kevo_status prepare_evict(struct cuda_ctx *c, uint64_t buf, uint64_t
     enum kevo_status st = kevo_cuda_prepare_one(c, c->harness, &k, i, p, err);
     if (st)
         return st;
+    if (!c->warm_icache) {
+        float a = 0.999f, b = 0.5f, key = -1.0f;   /* x stays positive: never key */
+        p->icache = c->harness->e[HENT_ICACHE].f;
+        p->icache_grid = (uint32_t)(c->info.n_sms > 0 ? c->info.n_sms : 1);
+        p->argv3[0] = (uint64_t)c->sink;
+        memcpy(&p->argv3[1], &a, sizeof a);
+        memcpy(&p->argv3[2], &b, sizeof b);
+        memcpy(&p->argv3[3], &key, sizeof key);
+        for (int j = 0; j < 4; j++)
+            p->argp3[j] = &p->argv3[j];
+    }
     p->discard = c->harness->e[HENT_DISCARD].f;
     p->discard_grid = kevo_cuda_stride_grid(c, (int64_t)(bytes / 128));
     p->argv2[0] = buf;
@@ -412,6 +423,14 @@ enum kevo_status kevo_cuda_enqueue(struct cuda_ctx *c, const struct prepared *p,
                                                     (unsigned char)(p->pattern >> (8 * i)), 1,
                                                     c->stream));
         return kevo_cuda_note(c, st);
+    }
+    if (p->icache) {
+        st = KEVO_CU_LAUNCH(d, err, d->cuLaunchKernel(p->icache, p->icache_grid, 1, 1,
+                                                      ICACHE_THREADS, 1, 1, 0, c->stream,
+                                                      (void **)p->argp3, NULL));
+        c->kseq += !st;
+        if (st)
+            return kevo_cuda_note(c, st);
     }
     st = KEVO_CU_LAUNCH(
         d, err, d->cuLaunchKernel(p->f, p->grid[0], p->grid[1], p->grid[2], p->block[0],

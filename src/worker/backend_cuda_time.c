@@ -288,7 +288,7 @@ enum kevo_status kevo_cuda_profile(void *ctx, struct kevo_module *m, const struc
     struct cuda_ctx *c = ctx;
     struct prepared *pp = NULL, *pc = NULL;
     struct kevo_cupti_prof *pr = NULL;
-    int done = 0, pass = 0;
+    int done = 0, pass = 0, paused = 0;
     enum kevo_status st;
 
     *passes = 0;
@@ -297,6 +297,9 @@ enum kevo_status kevo_cuda_profile(void *ctx, struct kevo_module *m, const struc
         return KEVO_ERR_NOTFOUND;
     }
     st = kevo_cuda_drain(c, err);
+    if (!st)   /* the kernel records' instrumentation off: counted, it moves the counters */
+        st = kevo_cupti_trace(c->cupti, 0, err);
+    paused = !st;
     if (!st)
         st = kevo_cuda_prepare(c, m, pre, n_pre, &pp, err);
     if (!st)
@@ -315,6 +318,12 @@ enum kevo_status kevo_cuda_profile(void *ctx, struct kevo_module *m, const struc
     kevo_cupti_prof_close(pr);
     kevo_free(pp);
     kevo_free(pc);
+    if (paused) {
+        enum kevo_status st2 = kevo_cuda_drain(c, err);
+        if (!st2)
+            st2 = kevo_cupti_trace(c->cupti, 1, err);
+        st = st ? st : st2;
+    }
     return kevo_cuda_note(c, st);
 }
 

@@ -298,6 +298,22 @@ void kevo_cupti_close(struct kevo_cupti *c)
     kevo_free(c);
 }
 
+enum kevo_status kevo_cupti_trace(struct kevo_cupti *c, int on, struct kevo_buf *err)
+{
+    CUptiResult r;
+
+    (void)c;
+    if (on) {
+        r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        return r == CUPTI_SUCCESS ? KEVO_OK : say(err, "cuptiActivityEnable(CONCURRENT_KERNEL)", r);
+    }
+    r = api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (r != CUPTI_SUCCESS)
+        return say(err, "cuptiActivityFlushAll", r);
+    r = api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    return r == CUPTI_SUCCESS ? KEVO_OK : say(err, "cuptiActivityDisable(CONCURRENT_KERNEL)", r);
+}
+
 enum kevo_status kevo_cupti_mark(struct kevo_cupti *c, struct kevo_buf *err)
 {
     CUptiResult r = api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -39,6 +39,17 @@ struct kevo_cupti_kernel {
     uint32_t corr;
 };
 
+/*
+ * Stop (on = 0) or restart (on = 1) recording kernels. CUPTI's concurrent-kernel tracing
+ * instruments the kernel code to stamp it (NVIDIA: "CUPTI instruments the kernel code to
+ * capture the timing information"; on an H100 about 9 more instructions per warp: vadd 64M
+ * issued 32.0 M warp instructions under tracing, 27.3 M under ncu, with the stall ratios
+ * moved by up to 40 %, bench/results/2026-11-25-h100-stall-probe/), so hardware counters
+ * are collected with it stopped. Call with the device idle; kernels run meanwhile are
+ * never recorded.
+ */
+KEVO_NODISCARD enum kevo_status kevo_cupti_trace(struct kevo_cupti *c, int on, struct kevo_buf *err);
+
 /* Forget every kernel recorded so far. Call with the device idle (after a sync). */
 KEVO_NODISCARD enum kevo_status kevo_cupti_mark(struct kevo_cupti *c, struct kevo_buf *err);
 

@@ -7,24 +7,30 @@
  * counters (core/counters.h); the controller turns them into kernel figures and a
  * diagnosis (ctl/profile.h). A collection that cannot run is reported in "profile" and
  * leaves the verdict alone; a fault while profiling is the candidate's crash.
+ * KEVO_PROFILE_EXTRA="metric,metric" adds counters of one's own choice (raw Nsight Compute
+ * names, at most KEVO_COUNTERS_EXTRA_MAX), reported as they are: a probe, e.g. of a figure's
+ * numerator and denominator (bench/scripts/stall_probe.sh).
  */
 #include "worker/eval_int.h"
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/mem.h"
 #include "core/counters.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define PROFILE_SALT 0x9F0F11E5C0A7E125ull   /* the profiled inputs are no trial's */
 
 /* One launch's {"name", "grid", "block", "m": {metric: value}} (NaN values left out). */
-static json_t *launch_json(const struct kevo_ev *e, const struct kevo_call *c, const double *v)
+static json_t *launch_json(const struct kevo_ev *e, const struct kevo_call *c,
+                           const struct kevo_counter_list *ml, const double *v)
 {
     json_t *m = json_object();
 
-    for (int k = 0; m && k < kevo_counters_count; k++) {
+    for (int k = 0; m && k < ml->n; k++) {
         if (isfinite(v[k]))
-            json_object_set_new(m, kevo_counters[k], json_real(v[k]));
+            json_object_set_new(m, ml->name[k], json_real(v[k]));
     }
     return json_pack("{s:s, s:[I, I, I], s:[I, I, I], s:o}", "name", e->can.ent[c->entry],
                      "grid", (json_int_t)c->grid[0], (json_int_t)c->grid[1],
@@ -61,8 +67,12 @@ static int pre_calls(struct kevo_ev *e, struct kevo_wl *x, struct kevo_call *pre
 static enum kevo_status collect(struct kevo_ev *e, struct kevo_wl *x, json_t **out)
 {
     const struct kevo_side *s = &x->cand;
+    struct kevo_counter_list ml;
+    if (kevo_counters_list(&ml, getenv("KEVO_PROFILE_EXTRA")))
+        KEVO_WARN("KEVO_PROFILE_EXTRA: some entries are no metric names, or past %d; left out",
+                  KEVO_COUNTERS_EXTRA_MAX);
     struct kevo_call *pre = kevo_calloc((size_t)x->n_t + 1, sizeof *pre);
-    double *v = kevo_calloc((size_t)s->n_calls * (size_t)kevo_counters_count + 1, sizeof *v);
+    double *v = kevo_calloc((size_t)s->n_calls * (size_t)ml.n + 1, sizeof *v);
     uint64_t evict = 0;
     int passes = 0, n_pre;
     json_t *launches = json_array();
@@ -73,10 +83,10 @@ static enum kevo_status collect(struct kevo_ev *e, struct kevo_wl *x, json_t **o
     n_pre = pre_calls(e, x, pre, &evict);
     kevo_buf_reset(&e->err);
     st = e->b->ops->profile(e->b->ctx, e->can.mod, pre, n_pre, s->calls, s->n_calls,
-                            kevo_counters, kevo_counters_count, v, &passes, &e->err);
+                            ml.name, ml.n, v, &passes, &e->err);
     for (int i = 0; !st && i < s->n_calls; i++)
         json_array_append_new(launches,
-                              launch_json(e, &s->calls[i], v + (size_t)i * (size_t)kevo_counters_count));
+                              launch_json(e, &s->calls[i], &ml, v + (size_t)i * (size_t)ml.n));
     if (!st)
         *out = json_pack("{s:s, s:O, s:i}", "tool", "cupti", "launches", launches, "passes", passes);
 out:

@@ -632,6 +632,50 @@ static void test_gpu_time(void **state)
     b->ops->free(b->ctx, dy);
 }
 
+/* Counters through CUPTI (where the worker has it): the launch is counted whole, with the
+ * kernel records' instrumentation stopped meanwhile, and the records restart afterwards,
+ * so the next sample is timed by the kernels' own timestamps again. */
+static void test_gpu_profile(void **state)
+{
+    struct kevo_backend *b = gpu();
+    struct kevo_device_info info;
+    (void)state;
+
+    assert_int_equal(b->ops->info(b->ctx, &info), KEVO_OK);
+    if (!info.kernel_clock) {
+        print_message("[ profile  ] no CUPTI in this process: nothing to check\n");
+        return;
+    }
+    struct kevo_module *m = axpb_module(b);
+    const int n = 1 << 22;
+    uint64_t dx = 0, dy = 0;
+    assert_int_equal(b->ops->alloc(b->ctx, (size_t)n * 4, &dx), KEVO_OK);
+    assert_int_equal(b->ops->alloc(b->ctx, (size_t)n * 4, &dy), KEVO_OK);
+    struct kevo_call c = axpb_call(dx, dy, n, 2.0, 5);
+    const char *metrics[] = {"smsp__warps_launched.sum", "smsp__inst_executed.sum",
+                             "gpu__time_duration.sum"};
+    double v[3] = {0};
+    int passes = 0;
+    struct kevo_buf err;
+    kevo_buf_init(&err, 1 << 16);
+    enum kevo_status st = b->ops->profile(b->ctx, m, NULL, 0, &c, 1, metrics, 3, v, &passes,
+                                          &err);
+    if (st)
+        print_error("profile: %s\n", kevo_buf_str(&err));
+    assert_int_equal(st, KEVO_OK);
+    print_message("[ profile  ] %d passes: %.0f warps, %.1f instructions per warp, %.0f ns\n",
+                  passes, v[0], v[1] / v[0], v[2]);
+    assert_true(passes >= 1);
+    assert_true(v[0] == (double)n / 32);   /* every warp of the launch, counted once */
+    assert_true(v[1] > v[0] && v[2] > 0);
+    struct kevo_sample s;
+    timed(b, m, &c, 3, 1, &s);
+    assert_true(s.kernel_clock);           /* the kernel records are back */
+    kevo_buf_free(&err);
+    b->ops->free(b->ctx, dx);
+    b->ops->free(b->ctx, dy);
+}
+
 /* ---- GPU: the verification ops against their host oracle (src/verify.c) ---- */
 
 static uint64_t dev_alloc(struct kevo_backend *b, size_t bytes)
@@ -992,6 +1036,7 @@ int main(void)
         cmocka_unit_test(test_gpu_large_dynamic_smem),
         cmocka_unit_test(test_gpu_compile_errors),
         cmocka_unit_test(test_gpu_time),
+        cmocka_unit_test(test_gpu_profile),
         cmocka_unit_test(test_gpu_gen_matches_host),
         cmocka_unit_test(test_gpu_gen_check_finds_flips),
         cmocka_unit_test(test_gpu_seal_round_trip),

@@ -840,6 +840,61 @@ static void test_from_worker(void **state)
     json_decref(raw);
 }
 
+/* KEVO_PROFILE_EXTRA's list: kevo's counters first, then well-spelled names, once each. */
+static void test_counters_list(void **state)
+{
+    struct kevo_counter_list l;
+    char many[40 * 20] = "", long_name[KEVO_COUNTER_NAME_MAX + 2];
+    (void)state;
+
+    assert_int_equal(kevo_counters_list(&l, NULL), 0);
+    assert_int_equal(l.n, kevo_counters_count);
+    assert_string_equal(l.name[0], kevo_counters[0]);
+    assert_int_equal(kevo_counters_list(&l, ""), 0);
+    assert_int_equal(l.n, kevo_counters_count);
+    /* a bad spelling is left out and counted; empty entries and repeats are skipped */
+    assert_int_equal(kevo_counters_list(&l, "smsp__inst_issued.sum,BAD;rm,,x_y.avg,"
+                                             "smsp__inst_issued.sum," KEVO_CTR_TIME), 1);
+    assert_int_equal(l.n, kevo_counters_count + 2);
+    assert_string_equal(l.name[kevo_counters_count], "smsp__inst_issued.sum");
+    assert_string_equal(l.name[kevo_counters_count + 1], "x_y.avg");
+    /* at most KEVO_COUNTERS_EXTRA_MAX, each at most KEVO_COUNTER_NAME_MAX characters */
+    for (int i = 0; i < KEVO_COUNTERS_EXTRA_MAX + 2; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "m%d.sum,", i);
+    assert_int_equal(kevo_counters_list(&l, many), 2);
+    assert_int_equal(l.n, kevo_counters_count + KEVO_COUNTERS_EXTRA_MAX);
+    memset(long_name, 'a', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    assert_int_equal(kevo_counters_list(&l, long_name), 1);
+    assert_int_equal(l.n, kevo_counters_count);
+    long_name[KEVO_COUNTER_NAME_MAX] = '\0';
+    assert_int_equal(kevo_counters_list(&l, long_name), 0);
+    assert_int_equal((int)strlen(l.name[kevo_counters_count]), KEVO_COUNTER_NAME_MAX);
+}
+
+/* Counters that are none of kevo's come back as they are, the median over the launches,
+ * under the kernel's "counters"; a profile without them has no such key. */
+static void test_from_worker_extra(void **state)
+{
+    json_t *raw = raw_worker_profile(), *prof = NULL, *l;
+    char *msg = NULL;
+    size_t i;
+    (void)state;
+
+    assert_int_equal(kevo_profile_from_worker(raw, &prof, &msg), KEVO_OK);
+    assert_null(json_object_get(json_array_get(json_object_get(prof, "kernels"), 0), "counters"));
+    json_decref(prof);
+    json_array_foreach(json_object_get(raw, "launches"), i, l)
+        json_object_set_new(json_object_get(l, "m"), "smsp__inst_issued.sum",
+                            json_real(i ? 300.0 : 100.0));
+    assert_int_equal(kevo_profile_from_worker(raw, &prof, &msg), KEVO_OK);
+    json_t *c = json_object_get(json_array_get(json_object_get(prof, "kernels"), 0), "counters");
+    assert_int_equal(json_object_size(c), 1);   /* kevo's own counters are not repeated */
+    assert_true(fabs(json_real_value(json_object_get(c, "smsp__inst_issued.sum")) - 200.0) < 1e-9);
+    json_decref(prof);
+    json_decref(raw);
+}
+
 /* ncu runs only for ok candidates the worker could not count; why it could not is kept. */
 static void test_cands_worker_first(void **state)
 {
@@ -967,6 +1022,8 @@ int main(void)
         cmocka_unit_test(test_collect_failures),
         cmocka_unit_test(test_profile_cands),
         cmocka_unit_test(test_from_worker),
+        cmocka_unit_test(test_counters_list),
+        cmocka_unit_test(test_from_worker_extra),
         cmocka_unit_test(test_cands_worker_first),
         cmocka_unit_test(test_eval_cpu_no_profile),
         cmocka_unit_test(test_show_profile),
