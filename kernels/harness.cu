@@ -99,11 +99,13 @@ extern "C" __global__ void kevo_harness_discard(char *p, unsigned long long line
          i < lines; i += (unsigned long long)gridDim.x * blockDim.x)
         asm volatile("discard.global.L2 [%0], 128;" : : "l"(p + 128 * i) : "memory");
 }
+
 /* Before kevo_harness_evict: straight-line code larger than an SM's instruction caches
  * (KV_ICACHE_INSNS FFMA of 16 bytes = 256 KiB; an H100 SM's L0 + L1 instruction caches hold
  * far less), run by a warp on each SM sub-partition, so the timed kernel fetches its own
  * instructions (and its parameters' constant lines, which share the L1.5 cache) from
- * DRAM, as under Nsight Compute's cache control (bench/results/2026-11-25-h100-icache/). A
+ * DRAM, as under Nsight Compute's cache control (+0.05-0.1 us on 3-8 us kernels on an H100:
+ * bench/results/2026-11-25-h100-ncu-fidelity-9/README.md). A
  * launch only reads the caches warm if something else left them so: a candidate's code
  * is cold in any program that runs other kernels between its calls. The FMAs run in four
  * independent chains (no folding: rn FMAs do not reassociate) and reach *sink only if
