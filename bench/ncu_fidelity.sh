@@ -7,7 +7,8 @@
 # NCU_TRIALS (default 10) trials per workload: 20 launches, where the 6 of the default 3
 # trials gave medians that moved by 6 % between sessions on a kernel whose single launches
 # spread that much (softmax 128 x 50257: 22.1-23.5 us, 2026-11-25-h100-ncu-fidelity-6-icache-ab).
-# Then the repeatability: 5 separate evals of two pairs. Raw output
+# Then the repeatability: 5 separate evals of two pairs. The calibration (with both launch
+# latencies, isolated and back to back) is kept as calibrate.json. Raw output
 # in $OUT (or /tmp/ncu-fidelity); bench/ncu_fidelity.py turns it into the results JSON.
 set -uo pipefail
 kevo=${1:-build/kevo}
@@ -17,7 +18,7 @@ mkdir -p "$out"
 export KEVO_CACHE_DIR=${KEVO_CACHE_DIR:-/tmp/kevo-fidelity-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/device.txt"
 date -u +%FT%TZ >> "$out/device.txt"
-$kevo calibrate > /dev/null 2>&1
+$kevo calibrate --json > "$out/calibrate.json" 2> "$out/calibrate.err"
 . "$(dirname "$0")/ncu_pairs.sh"
 for p in "${pairs[@]}"; do
   set -- $p

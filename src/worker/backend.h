@@ -39,7 +39,10 @@ struct kevo_device_info {
     int kernel_clock;         /* time() reports kernel_seconds from the GPU's own kernel
                                  timestamps (CUDA with CUPTI): 0 on CPU and without CUPTI */
     double launch_gap_s;      /* with kernel_clock: the launch latency this process measured
-                                 (calibration keeps one per device: core/sol.h) */
+                                 (calibration keeps one per device: core/sol.h): an
+                                 isolated launch's, as Nsight Compute counts it */
+    double launch_gap_b2b_s;  /* for the record: the latency between kernels run back to
+                                 back, which overlaps the kernel before (0: not measured) */
 };
 
 /* What to compile: the whole source text, its path for messages, -D params and flags. */

@@ -598,6 +598,8 @@ static enum kevo_status result_json(const struct cal *c, const struct cal_result
                      "clock", kevo_clock_name(c->info));
     if (*out && c->info->kernel_clock)   /* what each pass of a sample adds (backend.h) */
         json_object_set_new(*out, "launch_gap_s", json_real(c->info->launch_gap_s));
+    if (*out && c->info->kernel_clock && c->info->launch_gap_b2b_s > 0)
+        json_object_set_new(*out, "launch_gap_b2b_s", json_real(c->info->launch_gap_b2b_s));
     /* `o?` turns a NULL (out of memory) part into null: refuse such a document. */
     if (*out && (!json_is_object(json_object_get(*out, "device")) ||
                  !json_is_object(json_object_get(*out, "bandwidth")) ||
@@ -653,7 +655,10 @@ static enum kevo_status add_sanitized(struct kevo_buf *p, const char *s)
     return st;
 }
 
-/* <root>/calibration/<name>_<arch>.json; KEVO_ERR_NOTFOUND when there is no cache root. */
+/* <root>/calibration/<name>_<arch>_<clock>.json; KEVO_ERR_NOTFOUND when there is no cache
+ * root. One file per clock: a run under a profiler (which holds CUPTI: events) and the
+ * next run with CUPTI each keep their own figures, instead of measuring again and
+ * replacing each other's, which gave every eval after an ncu run its own launch latency. */
 static enum kevo_status cache_path(const struct kevo_device_info *info, struct kevo_buf *p)
 {
     char root[4096];
@@ -670,6 +675,10 @@ static enum kevo_status cache_path(const struct kevo_device_info *info, struct k
         st = kevo_buf_adds(p, "_");
     if (!st)
         st = add_sanitized(p, info->arch);
+    if (!st)
+        st = kevo_buf_adds(p, "_");
+    if (!st)
+        st = kevo_buf_adds(p, kevo_clock_name(info));
     if (!st)
         st = kevo_buf_adds(p, ".json");
     return st;

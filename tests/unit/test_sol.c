@@ -735,7 +735,7 @@ static void test_cache_write_and_reuse(void **state)
     fake_init_gpu(&f, &b);
     j1 = calibrate_ok(&b, 0);
     assert_true(json_is_false(json_object_get(j1, "cached")));
-    cache_file(path, sizeof path, "Fake_GPU_9000_sm_90a.json");     /* name sanitized */
+    cache_file(path, sizeof path, "Fake_GPU_9000_sm_90a_events.json");     /* name sanitized */
     disk = json_load_file(path, 0, NULL);
     assert_non_null(disk);
     assert_null(json_object_get(disk, "cached"));
@@ -806,7 +806,7 @@ static void test_cache_corrupt_ignored(void **state)
 
     fake_init_gpu(&f, &b);
     json_decref(calibrate_ok(&b, 0));
-    cache_file(path, sizeof path, "Fake_GPU_9000_sm_90a.json");
+    cache_file(path, sizeof path, "Fake_GPU_9000_sm_90a_events.json");
     fp = fopen(path, "w");
     assert_non_null(fp);
     fputs("{\"format\": 1, \"device\": {\"name\": tru", fp);
@@ -864,13 +864,13 @@ static void test_cache_root_fallbacks(void **state)
     assert_int_equal(setenv("XDG_CACHE_HOME", cache_dir, 1), 0);
     fake_init_gpu(&f, &b);
     json_decref(calibrate_ok(&b, 0));
-    snprintf(path, sizeof path, "%s/kevo/calibration/Fake_GPU_9000_sm_90a.json", cache_dir);
+    snprintf(path, sizeof path, "%s/kevo/calibration/Fake_GPU_9000_sm_90a_events.json", cache_dir);
     assert_int_equal(access(path, F_OK), 0);
 
     unsetenv("XDG_CACHE_HOME");
     assert_int_equal(setenv("HOME", cache_dir, 1), 0);
     json_decref(calibrate_ok(&b, 0));
-    snprintf(path, sizeof path, "%s/.cache/kevo/calibration/Fake_GPU_9000_sm_90a.json",
+    snprintf(path, sizeof path, "%s/.cache/kevo/calibration/Fake_GPU_9000_sm_90a_events.json",
              cache_dir);
     assert_int_equal(access(path, F_OK), 0);
 
