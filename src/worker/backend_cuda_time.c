@@ -6,8 +6,8 @@
  * the GPU while up to QUEUE_CAP launches are queued behind it, clock stamps and events
  * around the batch. With CUPTI (cupti.h) each kernel's own GPU timestamps are recorded
  * too, and the sample's kernel_seconds is the sum over its passes of the span from the start
- * of the plan's first kernel to the end of its last, plus the GPU's launch latency measured
- * once when CUPTI opens (kevo_cupti_spans, measure_gap): what Nsight Compute's
+ * of the plan's first kernel to the end of its last, plus the latency of an isolated launch,
+ * measured once when CUPTI opens (kevo_cupti_spans, measure_gap): what Nsight Compute's
  * gpu__time_duration reads, free of the events' overhead, of the fills and evicts between
  * passes, and of the gap before a kernel, which varies with whatever ran before it.
  *
@@ -481,7 +481,11 @@ static enum kevo_status measure_iso(struct cuda_ctx *c, double *gap_s, double *p
     return st;
 }
 
-/* Both latencies; the isolated one is what each timed pass adds to its span. */
+static int plausible_latency(double s) { return s >= 0 && s < 1e-4; }
+
+/* Both latencies; the isolated one is what each timed pass adds to its span. A device
+ * where the isolated figure cannot be read sensibly (the events' own time above the
+ * kernel's) keeps the back-to-back one, said once, rather than losing its kernel clock. */
 static enum kevo_status measure_gap(struct cuda_ctx *c, struct kevo_buf *err)
 {
     double b2b = -1, iso = -1, pair = -1;
@@ -489,13 +493,19 @@ static enum kevo_status measure_gap(struct cuda_ctx *c, struct kevo_buf *err)
 
     if (!st)
         st = measure_iso(c, &iso, &pair, err);
-    if (!st && !(iso >= 0 && iso < 1e-4 && b2b >= 0 && b2b < 1e-4)) {
-        kevo_buf_say(err, "implausible launch latency %g s (back to back %g s)", iso, b2b);
+    if (!st && !plausible_latency(b2b)) {
+        kevo_buf_say(err, "implausible launch latency %g s back to back", b2b);
         st = KEVO_ERR_CUDA;
     }
-    if (!st)
+    if (!st && !plausible_latency(iso)) {
+        KEVO_WARN("cuda: isolated launch latency %g s is implausible (events %g s apart with "
+                  "nothing between them); kernel times add the back-to-back %g s instead",
+                  iso, pair, b2b);
+        iso = b2b;
+    } else if (!st) {
         KEVO_INFO("cuda: launch latency %.3f us isolated (events %.3f us apart with nothing "
                   "between them), %.3f us back to back", iso * 1e6, pair * 1e6, b2b * 1e6);
+    }
     c->launch_gap_s = st ? -1 : iso;
     c->info.launch_gap_b2b_s = st ? 0 : b2b;
     return st;
@@ -514,6 +524,7 @@ void kevo_cuda_cupti_open(struct cuda_ctx *c, int device)
         snprintf(c->cupti_why, sizeof c->cupti_why, "%s", kevo_buf_str(&why));
         KEVO_INFO("cuda: kernel times from events, no hardware counters (%s)", c->cupti_why);
         c->launch_gap_s = 0;
+        c->info.launch_gap_b2b_s = 0;
     }
     c->info.kernel_clock = c->cupti != NULL;
     c->info.launch_gap_s = c->launch_gap_s;

@@ -66,14 +66,16 @@ KEVO_NODISCARD enum kevo_status kevo_cupti_kernels(struct kevo_cupti *c,
  * Pure: the sum over passes p, in seconds, of end(k[last[p]]) - start(k[first[p]]) plus
  * launch_s: a pass's kernels as the GPU stamps them, plus the device's launch latency,
  * which a kernel's own start..end leaves out and Nsight Compute's gpu__time_duration
- * counts (~1.3 us on an H100; kevo_cupti_gap measures it). Passes with first[p] < 0 are
+ * counts (~1.1-1.3 us on an H100 or H200; the CUDA backend measures it on an isolated
+ * launch, kevo_cupti_gap the back-to-back figure beside it). Passes with first[p] < 0 are
  * skipped; -1 when an index is out of [0, n) or a span is negative.
  */
 double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *first,
                         const int *last, int n_pass, double launch_s);
 
 /* Pure: the median, in seconds, of the idle gaps start(k[i]) - end(k[i-1]) for i in
- * (from, to): kernels launched back to back, the GPU's own launch latency. -1 if none. */
+ * (from, to): kernels launched back to back, where part of each launch overlaps the kernel
+ * before it. -1 if none. */
 double kevo_cupti_gap(const struct kevo_cupti_kernel *k, int from, int to);
 
 /* ---- hardware counters (range profiler) ---- */

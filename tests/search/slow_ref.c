@@ -13,15 +13,16 @@
 // kevo torch  2 * x + 1
 // kevo call   slow_ref(x, y, N)
 /*
- * slow_ref - the reference computes each element 32 times through a volatile, so the
- * compiler keeps every repetition: about 30x slower than a plain loop, far outside timing
- * noise.
+ * slow_ref - the reference computes each element 256 times through a volatile, so the
+ * compiler keeps every repetition: a plain loop beats it by far more than the fixed cost
+ * of a timed CPU sample (the round trip to the runner: ~0.05-0.2 ms in a small VM, where
+ * 32 repetitions, 0.4-1 ms at these sizes, left a plain loop only 2-5x ahead).
  */
 void slow_ref(const float *x, float *y, int n)
 {
     for (int i = 0; i < n; i++) {
         volatile float v = 0.0f;
-        for (int k = 0; k < 32; k++)
+        for (int k = 0; k < 256; k++)
             v = 2.0f * x[i] + 1.0f;
         y[i] = v;
     }

@@ -950,6 +950,47 @@ static void test_time(void **state)
     assert_int_equal(f->b.ops->time(f->b.ctx, m, &c, 1, 1, 0, &s, &f->err), KEVO_ERR_LAUNCH);
 }
 
+/* Opening a plan's blocks touches each of their pages in the runner (so a timed run does
+ * not rebuild page tables an mprotect just changed), and leaves every byte as it was: runs
+ * that alternate between two sets of blocks (rotating timing sets re-open each time) read
+ * and keep exactly what was uploaded, over many pages. */
+static void test_open_keeps_contents(void **state)
+{
+    struct fx *f = *state;
+    struct kevo_module *m = compile1(f, "void sum(const long *x, long n, long *out)\n"
+                                        "{ long s = 0; for (long i = 0; i < n; i++) s += x[i];"
+                                        " *out = s; }\n", "sum");
+    const long n = 3 * 4096 / 8 + 5;   /* four pages, the last one partly */
+    uint64_t x[2], out[2];
+    long *v = calloc((size_t)n, sizeof *v), *back = calloc((size_t)n, sizeof *back);
+
+    assert_non_null(v);
+    assert_non_null(back);
+    for (int k = 0; k < 2; k++) {
+        x[k] = dalloc(f, (size_t)n * 8);
+        out[k] = dalloc(f, 8);
+        for (long i = 0; i < n; i++)
+            v[i] = (k + 1) * 1000003L * (i + 1);
+        assert_int_equal(f->b.ops->upload(f->b.ctx, x[k], v, (size_t)n * 8), KEVO_OK);
+    }
+    for (int r = 0; r < 6; r++) {
+        int k = r % 2;
+        struct kevo_val args[3] = { P(x[k]), I(n), P(out[k]) };
+        assert_int_equal(run1(f, m, args, 3), KEVO_OK);
+        assert_int_equal(read_i64(f, out[k]), (k + 1) * 1000003L * n * (n + 1) / 2);
+    }
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(f->b.ops->download(f->b.ctx, back, x[k], (size_t)n * 8), KEVO_OK);
+        for (long i = 0; i < n; i++)
+            assert_true(back[i] == (k + 1) * 1000003L * (i + 1));
+        f->b.ops->free(f->b.ctx, x[k]);
+        f->b.ops->free(f->b.ctx, out[k]);
+    }
+    free(v);
+    free(back);
+    f->b.ops->module_free(f->b.ctx, m);
+}
+
 /* Fill calls run in plan order inside every pass of a batch (the harness re-poisons the
  * outputs between the passes of a timed batch with them). */
 static void test_fill_calls(void **state)
@@ -1132,6 +1173,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_reach_into_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_openmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_keeps_contents, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_thread_frozen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_ops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_op_after_fault, setup, teardown),

@@ -632,6 +632,27 @@ static void test_gpu_time(void **state)
     b->ops->free(b->ctx, dy);
 }
 
+/* The two launch latencies measured when CUPTI opened: the isolated one that each timed
+ * pass adds (as ncu counts a launch) and, for the record, the back-to-back one, which
+ * overlaps the kernel before it. Both a microsecond or so on any recent GPU; none without
+ * CUPTI, where events time whole batches. */
+static void test_gpu_launch_latency(void **state)
+{
+    struct kevo_backend *b = gpu();
+    struct kevo_device_info info;
+    (void)state;
+
+    assert_int_equal(b->ops->info(b->ctx, &info), KEVO_OK);
+    print_message("[ latency  ] isolated %.3f us, back to back %.3f us\n",
+                  info.launch_gap_s * 1e6, info.launch_gap_b2b_s * 1e6);
+    if (!info.kernel_clock) {
+        assert_true(info.launch_gap_s == 0 && info.launch_gap_b2b_s == 0);
+        return;
+    }
+    assert_true(info.launch_gap_s > 0.1e-6 && info.launch_gap_s < 20e-6);
+    assert_true(info.launch_gap_b2b_s > 0 && info.launch_gap_b2b_s < 20e-6);
+}
+
 /* Counters through CUPTI (where the worker has it): the launch is counted whole, with the
  * kernel records' instrumentation stopped meanwhile, and the records restart afterwards,
  * so the next sample is timed by the kernels' own timestamps again. */
@@ -1037,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_gpu_compile_errors),
         cmocka_unit_test(test_gpu_time),
         cmocka_unit_test(test_gpu_profile),
+        cmocka_unit_test(test_gpu_launch_latency),
         cmocka_unit_test(test_gpu_gen_matches_host),
         cmocka_unit_test(test_gpu_gen_check_finds_flips),
         cmocka_unit_test(test_gpu_seal_round_trip),

@@ -796,6 +796,49 @@ static void test_cache_invalidated_by_device_change(void **state)
     json_decref(j);
 }
 
+/* One cache file per clock: a run without CUPTI (under a profiler: events) and the next
+ * with it each keep their own figures, so neither measures again after the other; the
+ * CUPTI entry carries both launch latencies. */
+static void test_cache_per_clock(void **state)
+{
+    struct fake f;
+    struct kevo_backend b;
+    char path[512];
+    json_t *j;
+    int n_times;
+
+    fake_init_gpu(&f, &b);
+    json_decref(calibrate_ok(&b, 0));                   /* events */
+    f.info.kernel_clock = 1;
+    f.info.launch_gap_s = 1.2e-6;
+    f.info.launch_gap_b2b_s = 0.9e-6;
+    n_times = f.n_times;
+    j = calibrate_ok(&b, 0);                            /* cupti: its own entry */
+    assert_true(json_is_false(json_object_get(j, "cached")));
+    assert_true(f.n_times > n_times);
+    assert_string_equal(json_string_value(json_object_get(j, "clock")), "cupti");
+    assert_true(json_real_value(json_object_get(j, "launch_gap_s")) == 1.2e-6);
+    assert_true(json_real_value(json_object_get(j, "launch_gap_b2b_s")) == 0.9e-6);
+    json_decref(j);
+    cache_file(path, sizeof path, "Fake_GPU_9000_sm_90a_cupti.json");
+    assert_int_equal(access(path, F_OK), 0);
+    cache_file(path, sizeof path, "Fake_GPU_9000_sm_90a_events.json");
+    assert_int_equal(access(path, F_OK), 0);
+
+    f.info.kernel_clock = 0;                            /* events again: still cached */
+    n_times = f.n_times;
+    j = calibrate_ok(&b, 0);
+    assert_true(json_is_true(json_object_get(j, "cached")));
+    assert_int_equal(f.n_times, n_times);
+    assert_null(json_object_get(j, "launch_gap_s"));    /* events time whole batches */
+    json_decref(j);
+    f.info.kernel_clock = 1;
+    j = calibrate_ok(&b, 0);
+    assert_true(json_is_true(json_object_get(j, "cached")));
+    assert_true(json_real_value(json_object_get(j, "launch_gap_s")) == 1.2e-6);
+    json_decref(j);
+}
+
 static void test_cache_corrupt_ignored(void **state)
 {
     struct fake f;
@@ -1059,6 +1102,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cache_write_failure_is_warning, setup_cache,
                                         teardown_cache),
         cmocka_unit_test_setup_teardown(test_cache_root_fallbacks, setup_cache, teardown_cache),
+        cmocka_unit_test_setup_teardown(test_cache_per_clock, setup_cache, teardown_cache),
         cmocka_unit_test(test_cuda_kernels_compile),
         cmocka_unit_test_setup_teardown(test_calibrate_real_cpu_backend, setup_cache,
                                         teardown_cache),
