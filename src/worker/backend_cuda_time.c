@@ -18,8 +18,8 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "core/timing.h"
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* Where the plan's kernels of each pass are among the sample's launches (NULL: no CUPTI). */
@@ -422,7 +422,8 @@ static enum kevo_status iso_sample(struct cuda_ctx *c, const struct prepared *bl
     if (!st)
         st = kevo_cupti_kernels(c->cupti, &r, &n, err);
     if (!st && (n != c->kseq || (p && n < 2) || r[n - 1].end < r[n - 1].start)) {
-        kevo_buf_say(err, "%d kernel records for %ld launches", n, c->kseq);
+        kevo_buf_say(err, "isolated launch latency: %d kernel records for %ld launches", n,
+                     c->kseq);
         st = KEVO_ERR_CUDA;
     }
     if (!st) {
@@ -430,18 +431,6 @@ static enum kevo_status iso_sample(struct cuda_ctx *c, const struct prepared *bl
         *span_s = p ? (double)(r[n - 1].end - r[n - 1].start) * 1e-9 : 0;
     }
     return st;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /*
@@ -459,6 +448,7 @@ static enum kevo_status measure_iso(struct cuda_ctx *c, double *gap_s, double *p
     struct kevo_call k[2];
     struct prepared h[3], e;
     double with[ISO_SAMPLES], without[ISO_SAMPLES], ev = 0, span = 0;
+    struct kevo_stats sw, so;
     enum kevo_status st;
 
     empty_calls(c, k);
@@ -474,39 +464,42 @@ static enum kevo_status measure_iso(struct cuda_ctx *c, double *gap_s, double *p
         if (!st && i >= ISO_WARM)
             without[i - ISO_WARM] = ev;
     }
+    if (!st)
+        st = kevo_timing_stats(with, ISO_SAMPLES, &sw);
+    if (!st)
+        st = kevo_timing_stats(without, ISO_SAMPLES, &so);
     if (!st) {
-        *pair_s = median_of(without, ISO_SAMPLES);
-        *gap_s = median_of(with, ISO_SAMPLES) - *pair_s;
+        *pair_s = so.median;
+        *gap_s = sw.median - so.median;
     }
     return st;
 }
 
-static int plausible_latency(double s) { return s >= 0 && s < 1e-4; }
-
-/* Both latencies; the isolated one is what each timed pass adds to its span. A device
- * where the isolated figure cannot be read sensibly (the events' own time above the
- * kernel's) keeps the back-to-back one, said once, rather than losing its kernel clock. */
+/* Both latencies; the isolated one is what each timed pass adds to its span, unless it
+ * cannot be read sensibly (kevo_cupti_pick_latency): then the back-to-back one, said once,
+ * rather than losing the kernel clock. */
 static enum kevo_status measure_gap(struct cuda_ctx *c, struct kevo_buf *err)
 {
-    double b2b = -1, iso = -1, pair = -1;
+    double b2b = -1, iso = -1, pair = -1, pick = -1;
     enum kevo_status st = measure_b2b(c, &b2b, err);
 
     if (!st)
         st = measure_iso(c, &iso, &pair, err);
-    if (!st && !plausible_latency(b2b)) {
-        kevo_buf_say(err, "implausible launch latency %g s back to back", b2b);
+    if (!st)
+        pick = kevo_cupti_pick_latency(iso, b2b);
+    if (!st && pick < 0) {
+        kevo_buf_say(err, "implausible launch latency: %g s isolated, %g s back to back",
+                     iso, b2b);
         st = KEVO_ERR_CUDA;
-    }
-    if (!st && !plausible_latency(iso)) {
+    } else if (!st && pick != iso) {
         KEVO_WARN("cuda: isolated launch latency %g s is implausible (events %g s apart with "
                   "nothing between them); kernel times add the back-to-back %g s instead",
                   iso, pair, b2b);
-        iso = b2b;
     } else if (!st) {
         KEVO_INFO("cuda: launch latency %.3f us isolated (events %.3f us apart with nothing "
                   "between them), %.3f us back to back", iso * 1e6, pair * 1e6, b2b * 1e6);
     }
-    c->launch_gap_s = st ? -1 : iso;
+    c->launch_gap_s = st ? -1 : pick;
     c->info.launch_gap_b2b_s = st ? 0 : b2b;
     return st;
 }

@@ -395,6 +395,15 @@ double kevo_cupti_gap(const struct kevo_cupti_kernel *k, int from, int to)
     return m;
 }
 
+static int plausible_latency(double s) { return s >= 0 && s < 1e-4; }
+
+double kevo_cupti_pick_latency(double iso_s, double b2b_s)
+{
+    if (!plausible_latency(b2b_s))
+        return -1;
+    return plausible_latency(iso_s) ? iso_s : b2b_s;
+}
+
 /* ---- the range profiler ---- */
 
 struct kevo_cupti_prof {

@@ -78,6 +78,11 @@ double kevo_cupti_spans(const struct kevo_cupti_kernel *k, int n, const int *fir
  * before it. -1 if none. */
 double kevo_cupti_gap(const struct kevo_cupti_kernel *k, int from, int to);
 
+/* Pure: the launch latency a pass adds, in seconds: iso_s (an isolated launch's, as ncu
+ * counts it) when it is in [0, 100 us), else b2b_s (back to back) when that is; -1 when
+ * neither is (NaN included): the clock cannot be trusted. */
+double kevo_cupti_pick_latency(double iso_s, double b2b_s);
+
 /* ---- hardware counters (range profiler) ---- */
 
 struct kevo_cupti_prof;   /* opaque: a configured collection */

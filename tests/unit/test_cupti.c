@@ -69,6 +69,20 @@ static void test_gap(void **state)
 }
 
 /* KEVO_CUPTI names the library; one that is not there is NOTFOUND with the path said. */
+/* The isolated latency when plausible; else the back-to-back one; else none. */
+static void test_pick_latency(void **state)
+{
+    (void)state;
+    assert_true(kevo_cupti_pick_latency(1.15e-6, 0.96e-6) == 1.15e-6);
+    assert_true(kevo_cupti_pick_latency(0.0, 0.96e-6) == 0.0);
+    assert_true(kevo_cupti_pick_latency(-2e-7, 0.96e-6) == 0.96e-6);   /* events above it */
+    assert_true(kevo_cupti_pick_latency(1e-3, 0.96e-6) == 0.96e-6);
+    assert_true(kevo_cupti_pick_latency(NAN, 0.96e-6) == 0.96e-6);
+    assert_true(kevo_cupti_pick_latency(1.15e-6, -1) < 0);
+    assert_true(kevo_cupti_pick_latency(1.15e-6, 2e-4) < 0);
+    assert_true(kevo_cupti_pick_latency(1.15e-6, NAN) < 0);
+}
+
 static void test_open_missing(void **state)
 {
     struct kevo_buf err;
@@ -95,6 +109,7 @@ int main(void)
         cmocka_unit_test(test_spans),
         cmocka_unit_test(test_spans_backwards),
         cmocka_unit_test(test_gap),
+        cmocka_unit_test(test_pick_latency),
         cmocka_unit_test(test_open_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
