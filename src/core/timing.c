@@ -61,6 +61,10 @@ enum kevo_status kevo_timing_stats(const double *x, int n, struct kevo_stats *ou
     out->p25 = kevo_timing_quantile(s, n, 0.25);
     out->p75 = kevo_timing_quantile(s, n, 0.75);
     out->p80 = kevo_timing_quantile(s, n, 0.8);
+    double mid = 0.0;
+    for (int i = n / 4; i < n - n / 4; i++)
+        mid += s[i];
+    out->iqm = mid / (n - 2 * (n / 4));
     double iqr = out->p75 - out->p25;
     if (out->median > 0)
         out->noise = iqr / out->median;

@@ -26,6 +26,9 @@ struct kevo_stats {
     int count;
     double median, min, max, mean;
     double p20, p25, p75, p80;
+    double iqm;                   /* interquartile mean: the mean of the middle half of the
+                                     sorted values (ranks n/4 .. n - 1 - n/4); finer than the
+                                     median when the values come in ticks of a coarse clock */
     double noise;                 /* (p75 - p25) / median; INFINITY if median is 0 and the
                                      IQR is not */
     double ci_lo, ci_hi;          /* distribution-free 95% confidence interval of the median

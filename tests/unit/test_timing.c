@@ -49,7 +49,18 @@ static void test_stats(void **state)
     assert_near(s.p25, 2.0, 1e-12);
     assert_near(s.p75, 4.0, 1e-12);
     assert_near(s.noise, 2.0 / 3.0, 1e-12);
+    assert_near(s.iqm, 3.0, 1e-12);  /* ranks 1..3 of 5: 2, 3, 4 */
     assert_near(x[0], 5.0, 0);       /* input untouched */
+
+    /* Ticks of a coarse clock: the median sits on a tick, the interquartile mean between
+     * them, and an outlier at either end does not move it. */
+    const double t[] = { 1.0, 1.0, 1.0, 2.0, 1.0, 2.0, 2.0, 1.0, 100.0, -50.0, 2.0, 1.0 };
+    assert_int_equal(kevo_timing_stats(t, 12, &s), KEVO_OK);
+    assert_near(s.median, 1.0, 1e-12);
+    assert_near(s.iqm, 8.0 / 6.0, 1e-12);   /* ranks 3..8: 1 1 1 1 2 2 */
+    const double one[] = { 7.0 };
+    assert_int_equal(kevo_timing_stats(one, 1, &s), KEVO_OK);
+    assert_near(s.iqm, 7.0, 0);
 
     const double z[] = { 0, 0, 0 };
     assert_int_equal(kevo_timing_stats(z, 3, &s), KEVO_OK);
