@@ -73,10 +73,14 @@ enum kevo_status kevo_vmm_open(const struct kevo_cudrv *d, CUdevice dev, struct 
 static void blk_release(struct kevo_vmm *v, struct vblk *b)
 {
     const struct kevo_cudrv *d = v->d;
-    if (d->cuMemUnmap(b->va + b->gap, b->map) != CUDA_SUCCESS ||
-        d->cuMemRelease(b->h) != CUDA_SUCCESS ||
-        d->cuMemAddressFree(b->va, b->map + 2 * b->gap) != CUDA_SUCCESS)
-        KEVO_DEBUG("vmm: releasing a %zu-byte block failed", b->map);
+    /* each step tried whatever the one before said: a block whose unmapping fails still
+     * has memory and addresses to give back */
+    int bad = d->cuMemUnmap(b->va + b->gap, b->map) != CUDA_SUCCESS;
+    bad |= (d->cuMemRelease(b->h) != CUDA_SUCCESS) << 1;
+    bad |= (d->cuMemAddressFree(b->va, b->map + 2 * b->gap) != CUDA_SUCCESS) << 2;
+    if (bad)
+        KEVO_DEBUG("vmm: releasing a %zu-byte block: steps failed (mask %d: 1 unmap, 2 release, "
+                   "4 address free)", b->map, bad);
 }
 
 static void blk_remove(struct kevo_vmm *v, int i)
@@ -124,19 +128,34 @@ static enum kevo_status reserve(struct kevo_vmm *v, size_t map, CUdeviceptr *va,
     }
 }
 
+/* Map handle h over block b's mapping and make it read-write for the device. */
+static enum kevo_status blk_map(struct kevo_vmm *v, struct vblk *b,
+                                CUmemGenericAllocationHandle h, struct kevo_buf *err)
+{
+    const struct kevo_cudrv *d = v->d;
+    CUmemAccessDesc a;
+    enum kevo_status st = KEVO_CU(d, err, d->cuMemMap(b->va + b->gap, b->map, 0, h, 0));
+
+    memset(&a, 0, sizeof a);
+    a.location = vmm_prop(v->dev).location;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (!st) {
+        st = KEVO_CU(d, err, d->cuMemSetAccess(b->va + b->gap, b->map, &a, 1));
+        if (st)
+            (void)d->cuMemUnmap(b->va + b->gap, b->map);
+    }
+    return st;
+}
+
 /* A fresh block of `map` bytes: reserve, create, map, make read-write for the device. */
 static enum kevo_status blk_new(struct kevo_vmm *v, size_t map, struct vblk *b,
                                 struct kevo_buf *err)
 {
     const struct kevo_cudrv *d = v->d;
     CUmemAllocationProp p = vmm_prop(v->dev);
-    CUmemAccessDesc a;
     enum kevo_status st;
 
     memset(b, 0, sizeof *b);
-    memset(&a, 0, sizeof a);
-    a.location = p.location;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     st = reserve(v, map, &b->va, err);
     if (st)
         return st;
@@ -147,11 +166,8 @@ static enum kevo_status blk_new(struct kevo_vmm *v, size_t map, struct vblk *b,
         (void)d->cuMemAddressFree(b->va, map + 2 * b->gap);
         return st;
     }
-    st = KEVO_CU(d, err, d->cuMemMap(b->va + b->gap, map, 0, b->h, 0));
-    if (!st)
-        st = KEVO_CU(d, err, d->cuMemSetAccess(b->va + b->gap, map, &a, 1));
+    st = blk_map(v, b, b->h, err);
     if (st) {
-        (void)d->cuMemUnmap(b->va + b->gap, map);
         (void)d->cuMemRelease(b->h);
         (void)d->cuMemAddressFree(b->va, map + 2 * b->gap);
     }
