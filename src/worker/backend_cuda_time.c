@@ -348,7 +348,6 @@ enum kevo_status kevo_cuda_profile(void *ctx, struct kevo_module *m, const struc
  * nothing (one block each). */
 static void empty_calls(const struct cuda_ctx *c, struct kevo_call k[2])
 {
-    memset(k, 0, 2 * sizeof *k);
     k[0] = (struct kevo_call){.entry = HENT_DISCARD, .grid = {1, 1, 1},
                               .block = {V_THREADS, 1, 1}, .n_args = 2};
     k[1] = (struct kevo_call){.entry = HENT_EVICT, .grid = {1, 1, 1},
@@ -514,7 +513,6 @@ static enum kevo_status measure_gap(struct cuda_ctx *c, struct kevo_buf *err)
 
     if (!st)
         st = measure_b2b(c, &b2b, err);
-
     if (!st)
         st = measure_iso(c, &iso, &pair, err);
     if (!st)
