@@ -12,7 +12,8 @@
  *      scans memory), then the candidate twice (poison A, poison B) on guarded buffers,
  *      run A's outputs kept by a device copy; each output judged on the device (backend
  *      `judge`), checked in the order fault, launch, out_of_bounds, input_mutated,
- *      unwritten, nondeterministic, mismatch, degenerate;
+ *      unwritten, nondeterministic, mismatch, degenerate; after the last trial, repeats of
+ *      the candidate on its inputs, each judged against run A (eval_wl.c wl_repeats);
  *   4. timing, workload by workload, on K rotating input sets, with a re-check of the
  *      outputs, guards and inputs the timed runs left behind (the reference re-run on each
  *      set); then the SOL check.

@@ -29,6 +29,8 @@
 #define ERR_CAP       (64u << 10)         /* backend and error messages */
 #define MAX_TRIALS    100                 /* correctness trials per workload, at most */
 #define MAX_SETS      4                   /* rotating input sets for timing, at most */
+#define REPEAT_MIN    8                   /* runs after the last trial, at least, */
+#define REPEAT_MAX    32                  /*   and at most (eval_wl.c wl_repeats) */
 #define SMALL_OUTPUT  KEVO_VERIFY_SMALL   /* outputs this small are judged across trials */
 #define CACHE_SLOTS   8                   /* compiled modules kept per process */
 #define TIMING_SALT   0x7431D3A5E11C0DE5ull  /* timing-set seeds differ from trial seeds */

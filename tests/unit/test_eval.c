@@ -3,7 +3,8 @@
  * kernel earns ok, and each way of cheating or failing earns its verdict with evidence:
  * partial writes, writes past either end, input mutation, constant outputs, 1 % errors,
  * NaN, nondeterminism, stale cached results, shape hardcoding, behaving differently while
- * timed (wrong results, or no work), launch errors, crashes, timeouts, compile and parse
+ * timed (wrong results, or no work), differences and input changes that start after the
+ * trials (the repeats), launch errors, crashes, timeouts, compile and parse
  * errors, holdout failures and times below the speed-of-light floor. Also the request
  * decoder, the module cache, timing fields and that no device buffer leaks; a scratch the
  * device cannot hold (once, or again for timing), and, on the real CPU backend, a huge
@@ -16,6 +17,7 @@
 #include "fake_backend.h"
 #include "base/mem.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -245,6 +247,25 @@ static int k_phase_lazy(ARGS)
     return k_axpy(a, n, u);
 }
 
+/* Right, but from call `after` on it stashes y (the repeats after the last trial reuse its
+ * inputs), computes from the stash and overwrites y[0]: its outputs never change, only
+ * the inputs do. */
+static int k_late_mutate(ARGS)
+{
+    struct kstate *s = u;
+    AXPY_VARS;
+    if (++s->calls < s->after)
+        return k_axpy(a, n, u);
+    if (!s->saved) {
+        s->saved = kevo_malloc((size_t)N * sizeof *s->saved);
+        memcpy(s->saved, y, (size_t)N * sizeof *s->saved);
+    }
+    for (int64_t i = 0; i < N; i++)
+        z[i] = al * x[i] + s->saved[i];
+    ((float *)(uintptr_t)y)[0] += 1.0f;
+    return 0;
+}
+
 static int k_crash(ARGS) { (void)a; (void)n; (void)u; return KEVO_ERR_DEVICE; }
 static int k_hang(ARGS) { (void)a; (void)n; (void)u; return KEVO_ERR_TIMEOUT; }
 static int k_refuse(ARGS) { (void)a; (void)n; (void)u; return KEVO_ERR_LAUNCH; }
@@ -321,6 +342,7 @@ static int fx_setup(void **state)
     fake_register(&x->f, "visible_only", k_visible_only, NULL, 1e-3);
     fake_register(&x->f, "phase_wrong", k_phase_wrong, &x->ks, 1e-3);
     fake_register(&x->f, "phase_lazy", k_phase_lazy, &x->ks, 1e-3);
+    fake_register(&x->f, "late_mutate", k_late_mutate, &x->ks, 1e-3);
     fake_register(&x->f, "crash", k_crash, NULL, 0);
     fake_register(&x->f, "hang", k_hang, NULL, 0);
     fake_register(&x->f, "refuse", k_refuse, NULL, 0);
@@ -580,7 +602,8 @@ static void test_phase_detection(void **state)
 {
     struct fx *x = *state;
     x->req.timing = 1;
-    x->ks.after = 2 * 3 * 2;                   /* runs A+B x 3 trials x 2 workloads */
+    x->ks.after = 2 * (2 * 3 + 32);            /* 2 workloads x (3 trials x runs A+B + at
+                                                  most 32 repeats) */
     x->req.cand_text = cand("phase_wrong");
     json_t *r = run(x, KEVO_OK);
     assert_verdict(r, "mismatch");
@@ -593,6 +616,38 @@ static void test_phase_detection(void **state)
     assert_verdict(r, "mismatch");
     assert_string_equal(evs(r, "message"), "timed run output differs");
     assert_string_equal(evs(r, "got"), "nan");  /* the poison it left */
+}
+
+/* After the last trial the candidate runs 8 to 32 more times on its inputs, each run
+ * judged against run A: a difference that starts after the trials is nondeterministic,
+ * with the repeat in the evidence; an input changed by a repeat is caught after the last. */
+static void test_repeats(void **state)
+{
+    struct fx *x = *state;
+    x->ks.after = INT_MAX;                     /* honest: count the calls */
+    x->req.cand_text = cand("phase_wrong");
+    assert_verdict(run(x, KEVO_OK), "ok");
+    assert_in_range(x->ks.calls, 2 * (6 + 8), 2 * (6 + 32));
+
+    x->ks.calls = 0;
+    x->ks.after = 6;                           /* wrong from the first repeat on */
+    json_t *r = run(x, KEVO_OK);
+    assert_verdict(r, "nondeterministic");
+    assert_int_equal(evi(r, "repeat"), 1);
+    assert_int_equal(evi(r, "trial"), 2);
+    assert_int_equal(evi(r, "workload"), 0);
+    assert_near(json_real_value(json_object_get(evd(r), "b")) -
+                json_real_value(json_object_get(evd(r), "a")), 0.25, 1e-6);
+
+    x->ks.calls = 0;
+    x->ks.after = 7;                           /* stashes y at the first repeat */
+    x->req.cand_text = cand("late_mutate");
+    r = run(x, KEVO_OK);
+    assert_verdict(r, "input_mutated");
+    assert_string_equal(evs(r, "tensor"), "y");
+    assert_string_equal(evs(r, "run"), "repeats");
+    assert_int_equal(evi(r, "trial"), 2);
+    assert_null(json_object_get(evd(r), "repeat"));
 }
 
 static void test_launch_errors(void **state)
@@ -1143,6 +1198,7 @@ int main(void)
         T(test_degenerate_constant),
         T(test_degenerate_small),
         T(test_phase_detection),
+        T(test_repeats),
         T(test_launch_errors),
         T(test_crash_timeout),
         T(test_implausible),
