@@ -4,7 +4,8 @@
 # workload, and ncu (caches flushed and invalidated, clocks not locked: as kevo measures)
 # gives gpu__time_duration of every launch of the candidate's kernel in a verification-only
 # eval of the same files (KEVO_CUPTI=0 there: ncu holds CUPTI in the process it profiles),
-# NCU_TRIALS (default 10) trials per workload: 20 launches, where the 6 of the default 3
+# NCU_TRIALS (default 10) trials per workload: 20 launches (and, since session 11, the 8-32
+# repeats after the last trial: launches of the same workload, grouped with it), where the 6 of the default 3
 # trials gave medians that moved by 6 % between sessions on a kernel whose single launches
 # spread that much (softmax 128 x 50257: 22.1-23.5 us, 2026-11-25-h100-ncu-fidelity-6-icache-ab).
 # Then the repeatability: 5 separate evals of two pairs. The calibration (with both launch

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# As run in sessions 9-10, before the repeats after the last trial (session 11): its launch
+# counts take verification as 6 launches per workload; it is now 6 plus 8-32 repeats.
 # Where kevo and ncu part on softmax_fast at 4096 x 8192 (H200, session 9: kevo 66.7 us,
 # ncu 63.9 us, where the other >= 50 us rows agree within 1 %). One device call:
 #  kevo   kevo eval as is;             warm   KEVO_WARM_ICACHE=1 (instruction caches kept);

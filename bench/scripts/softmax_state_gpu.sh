@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# As run in sessions 9-10, before the repeats after the last trial (session 11): its launch
+# counts take verification as 6 launches per workload; it is now 6 plus 8-32 repeats.
 # softmax_fast 4096 x 8192 on the timed launches of an ordinary eval, under ncu: DRAM
 # bytes read and written by the kernel after kevo's own cold start (--cache-control none)
 # and after ncu's cache flush (all), with its time in a separate run (one metric group per

@@ -197,7 +197,8 @@ KEVO_NODISCARD enum kevo_status kevo_eval_judge(struct kevo_ev *e, struct kevo_w
  * given); returns 1 then, 0 when c passed. */
 int kevo_eval_judge_fail(const struct kevo_ev *e, struct kevo_wl *x, int k,
                          const struct kevo_cmp *c, const char *note);
-/* The correctness protocol on workload x: trials until the first failure. */
+/* The correctness protocol on workload x: trials until the first failure, then the repeats
+ * on the last trial's inputs (eval_wl.c wl_repeats). */
 KEVO_NODISCARD enum kevo_status kevo_eval_wl_verify(struct kevo_ev *e, struct kevo_wl *x);
 
 /* ---- eval_dump.c ---- */

@@ -846,8 +846,10 @@ static enum kevo_status fail_degenerate(struct kevo_ev *e, struct kevo_wl *x, in
     return KEVO_OK;
 }
 
-/* The checks after runs A and B, in the protocol's order, each over every output. */
-static enum kevo_status judge_trial(struct kevo_ev *e, struct kevo_wl *x, int trial)
+/* The checks after runs A and B (run_b: "run B", or the repeat that took its place), in
+ * the protocol's order, each over every output. */
+static enum kevo_status judge_trial(struct kevo_ev *e, struct kevo_wl *x, int trial,
+                                    const char *run_b)
 {
     enum kevo_status st = KEVO_OK;
 
@@ -858,14 +860,14 @@ static enum kevo_status judge_trial(struct kevo_ev *e, struct kevo_wl *x, int tr
         if (r->unw_a)
             fail_unwritten(x, k, r->unw_a, r->unw_a_first, "run A");
         if (r->unw_b)
-            fail_unwritten(x, k, r->unw_b, r->unw_b_first, "run B");
+            fail_unwritten(x, k, r->unw_b, r->unw_b_first, run_b);
     }
     for (int k = 0; k < x->n_task && !st && !x->verdict; k++) {
         if (!is_out(&x->t[k]))
             continue;
         /* A task with float atomics may reassociate: run B must still match the reference. */
         if (e->task->atomics)
-            (void)kevo_eval_judge_fail(e, x, k, &x->jb[k].cmp, "run B");
+            (void)kevo_eval_judge_fail(e, x, k, &x->jb[k].cmp, run_b);
         else if (x->jr[k].diff_first >= 0)
             st = fail_nondet(e, x, k, x->jr[k].diff_first);
     }
@@ -931,7 +933,7 @@ static enum kevo_status wl_trial(struct kevo_ev *e, struct kevo_wl *x, int trial
     if (!st && !x->verdict)
         st = judge_outputs(e, x);
     if (!st && !x->verdict)
-        st = judge_trial(e, x, trial);
+        st = judge_trial(e, x, trial, "run B");
     return st;
 }
 
@@ -948,7 +950,7 @@ static enum kevo_status wl_repeat(struct kevo_ev *e, struct kevo_wl *x, int tria
     if (!st && !x->verdict)
         st = judge_outputs(e, x);
     if (!st && !x->verdict)
-        st = judge_trial(e, x, trial);
+        st = judge_trial(e, x, trial, run);
     return st;
 }
 

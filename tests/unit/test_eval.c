@@ -97,6 +97,7 @@ struct kstate {
     int calls;
     int after;                   /* misbehave after this many calls */
     float *saved;                /* stale: the first result */
+    int (*bad)(const struct kevo_val *a, int n, void *u);   /* late: what it turns into */
 };
 
 #define ARGS const struct kevo_val *a, int n, void *u
@@ -266,6 +267,15 @@ static int k_late_mutate(ARGS)
     return 0;
 }
 
+/* Honest for `after` calls, then as ks.bad. */
+static int k_late(ARGS)
+{
+    struct kstate *s = u;
+    if (++s->calls <= s->after)
+        return k_axpy(a, n, u);
+    return s->bad(a, n, u);
+}
+
 static int k_crash(ARGS) { (void)a; (void)n; (void)u; return KEVO_ERR_DEVICE; }
 static int k_hang(ARGS) { (void)a; (void)n; (void)u; return KEVO_ERR_TIMEOUT; }
 static int k_refuse(ARGS) { (void)a; (void)n; (void)u; return KEVO_ERR_LAUNCH; }
@@ -343,6 +353,7 @@ static int fx_setup(void **state)
     fake_register(&x->f, "phase_wrong", k_phase_wrong, &x->ks, 1e-3);
     fake_register(&x->f, "phase_lazy", k_phase_lazy, &x->ks, 1e-3);
     fake_register(&x->f, "late_mutate", k_late_mutate, &x->ks, 1e-3);
+    fake_register(&x->f, "late", k_late, &x->ks, 1e-3);
     fake_register(&x->f, "crash", k_crash, NULL, 0);
     fake_register(&x->f, "hang", k_hang, NULL, 0);
     fake_register(&x->f, "refuse", k_refuse, NULL, 0);
@@ -546,6 +557,7 @@ static void test_atomics(void **state)
     assert_verdict(run(x, KEVO_OK), "nondeterministic");
     x->req.task_text = TASK_AXPY_ATOMICS;
     x->req.cand_text = cand("nondet");                     /* run B off by 0.5 */
+    x->ks.calls = 0;               /* the repeats' number varies: start it on run A */
     json_t *r = run(x, KEVO_OK);
     assert_verdict(r, "mismatch");
     assert_string_equal(evs(r, "message"), "run B");
@@ -648,6 +660,43 @@ static void test_repeats(void **state)
     assert_string_equal(evs(r, "run"), "repeats");
     assert_int_equal(evi(r, "trial"), 2);
     assert_null(json_object_get(evd(r), "repeat"));
+}
+
+/* A failure in a repeat is reported as in a trial, naming the repeat. */
+static void test_repeat_failures(void **state)
+{
+    struct fx *x = *state;
+    x->req.cand_text = cand("late");
+    x->ks.after = 6;                           /* the 3 trials' runs A and B */
+    x->ks.bad = k_partial;
+    json_t *r = run(x, KEVO_OK);
+    assert_verdict(r, "unwritten");
+    assert_string_equal(evs(r, "run"), "repeat 1");
+    assert_int_equal(evi(r, "repeat"), 1);
+
+    x->ks.calls = 0;
+    x->ks.bad = k_oob_back;
+    r = run(x, KEVO_OK);
+    assert_verdict(r, "out_of_bounds");
+    assert_string_equal(evs(r, "run"), "repeat 1");
+
+    x->ks.calls = 0;
+    x->ks.after = 8;
+    x->ks.bad = k_crash;
+    r = run(x, KEVO_ERR_DEVICE);
+    assert_verdict(r, "crash");
+    assert_string_equal(evs(r, "phase"), "repeat 3");
+    assert_int_equal(evi(r, "repeat"), 3);
+    assert_int_equal(evi(r, "trial"), 2);
+    x->f.pending = 0;
+
+    x->ks.calls = 0;
+    x->ks.after = 6;
+    x->ks.bad = k_off1;                        /* with atomics: judged against the reference */
+    x->req.task_text = TASK_AXPY_ATOMICS;
+    r = run(x, KEVO_OK);
+    assert_verdict(r, "mismatch");
+    assert_string_equal(evs(r, "message"), "repeat 1");
 }
 
 static void test_launch_errors(void **state)
@@ -1199,6 +1248,7 @@ int main(void)
         T(test_degenerate_small),
         T(test_phase_detection),
         T(test_repeats),
+        T(test_repeat_failures),
         T(test_launch_errors),
         T(test_crash_timeout),
         T(test_implausible),
