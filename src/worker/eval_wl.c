@@ -977,6 +977,8 @@ static enum kevo_status wl_repeats(struct kevo_ev *e, struct kevo_wl *x, int tri
         snprintf(run, sizeof run, "repeat %d", r);
         st = wl_repeat(e, x, trial, run);
     }
+    if (x->j)   /* how strong the determinism check was: the result's workloads[].repeats */
+        json_object_set_new(x->j, "repeats", json_integer(r - 1));
     if (x->verdict)
         json_object_set_new(x->evidence, "repeat", json_integer(r - 1));
     else if (!st)

@@ -638,12 +638,21 @@ static void test_repeats(void **state)
     struct fx *x = *state;
     x->ks.after = INT_MAX;                     /* honest: count the calls */
     x->req.cand_text = cand("phase_wrong");
-    assert_verdict(run(x, KEVO_OK), "ok");
+    json_t *r = run(x, KEVO_OK);
+    assert_verdict(r, "ok");
     assert_in_range(x->ks.calls, 2 * (6 + 8), 2 * (6 + 32));
+    json_int_t n = 0;
+    for (size_t w = 0; w < 2; w++) {
+        json_int_t rw = json_integer_value(
+            json_object_get(json_array_get(json_object_get(r, "workloads"), w), "repeats"));
+        assert_in_range(rw, 8, 32);
+        n += rw;
+    }
+    assert_int_equal(x->ks.calls, 2 * 6 + n);   /* every run the harness made is counted */
 
     x->ks.calls = 0;
     x->ks.after = 6;                           /* wrong from the first repeat on */
-    json_t *r = run(x, KEVO_OK);
+    r = run(x, KEVO_OK);
     assert_verdict(r, "nondeterministic");
     assert_int_equal(evi(r, "repeat"), 1);
     assert_int_equal(evi(r, "trial"), 2);
