@@ -958,7 +958,7 @@ static enum kevo_status wl_repeat(struct kevo_ev *e, struct kevo_wl *x, int tria
  * Repeats: after the last trial passed, the candidate runs again on that trial's inputs,
  * each run judged against run A (kept) as run B was. Two runs a trial catch a race only
  * when it shows in one of the pair: a lost update that shows in one run of four passed
- * every trial of an evaluation one time in ten (tests/exploits/cpu/race.c on 2 cores).
+ * every trial in 3 evaluations of 20 (tests/exploits/cpu/race.c on 2 cores).
  * At least REPEAT_MIN, then on while the repeats have taken less time than the trials
  * (t_trials seconds), at most REPEAT_MAX. The inputs are checked once, after the last: a
  * repeat that changed them makes the next one differ, or fails that check.
